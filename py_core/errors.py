@@ -1,0 +1,52 @@
+"""Errors named after the exception the JavaScript side must throw.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder
+
+The JS shim turns `dom_name` into `TypeError` or `new DOMException(message, dom_name)`.
+"""
+
+from __future__ import annotations
+
+
+class WebNNError(Exception):
+    """Base class: every error the core raises on purpose carries the DOM name the page must see."""
+
+    dom_name = "UnknownError"
+
+    def to_json(self) -> dict[str, str]:
+        return {"name": self.dom_name, "message": str(self)}
+
+
+class WebNNTypeError(WebNNError):
+    """Invalid arguments: the JS side throws a TypeError."""
+
+    dom_name = "TypeError"
+
+
+class InvalidStateError(WebNNError):
+    dom_name = "InvalidStateError"
+
+
+class NotSupportedError(WebNNError):
+    dom_name = "NotSupportedError"
+
+
+class OperationError(WebNNError):
+    dom_name = "OperationError"
+
+
+class DataError(WebNNError):
+    dom_name = "DataError"
+
+
+class UnknownError(WebNNError):
+    dom_name = "UnknownError"
+
+
+ERRORS_BY_NAME = {
+    cls.dom_name: cls
+    for cls in (WebNNTypeError, InvalidStateError, NotSupportedError, OperationError, DataError, UnknownError)
+}
+
+
+def error_from_json(payload: dict[str, str]) -> WebNNError:
+    """Rebuild an error sent across a message boundary."""
+    return ERRORS_BY_NAME.get(payload.get("name", ""), UnknownError)(payload.get("message", ""))
