@@ -1,7 +1,197 @@
-"""recurrent kernels (NumPy).  https://www.w3.org/TR/webnn/#api-mlgraphbuilder"""
+"""Recurrent network kernels (NumPy): gru, gruCell, lstm, lstmCell.
+https://www.w3.org/TR/webnn/#api-mlgraphbuilder-gru
+
+Every kernel computes in float64 and rounds once to the input's type at the end: the recurrence feeds each
+step's rounding error into the next, and WPT allows only 3-6 ULP against a double-precision reference.
+Weights are first permuted to one canonical gate order (gru: z, r, n; lstm: i, o, f, g); the input
+projections of all time steps are one matmul, and only the recurrent part loops, over time steps.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-KERNELS: dict[str, Callable[..., object]] = {}
+import numpy as np
+
+Act = Callable[[np.ndarray], np.ndarray]
+Opt = np.ndarray | None  # an optional operand: absent from the graph -> None
+WIDE = np.float64
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    # exp of -|x| never overflows, and the small tail keeps full relative precision
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+def _relu(x: np.ndarray) -> np.ndarray:
+    # NaN stays NaN (np.maximum propagates it)
+    return np.maximum(x, 0.0)
+
+
+_ACTS: dict[str, Act] = {"sigmoid": _sigmoid, "tanh": np.tanh, "relu": _relu}
+
+# Position of each canonical gate's block in the given layout.
+_GRU_ORDER = {"zrn": (0, 1, 2), "rzn": (1, 0, 2)}  # canonical z, r, n
+_LSTM_ORDER = {"iofg": (0, 1, 2, 3), "ifgo": (0, 3, 1, 2)}  # canonical i, o, f, g
+
+
+def _canonical(a: np.ndarray, order: Sequence[int]) -> np.ndarray:
+    """Reorder the gate blocks along the first axis into canonical order, widened to float64."""
+    blocks = np.split(a.astype(WIDE), len(order), axis=0)
+    return np.concatenate([blocks[i] for i in order], axis=0)
+
+
+def _maybe(a: np.ndarray | None, order: Sequence[int]) -> np.ndarray | None:
+    """_canonical for an optional operand."""
+    return None if a is None else _canonical(a, order)
+
+
+def _at(a: np.ndarray | None, d: int) -> np.ndarray | None:
+    """Direction `d` of an optional per-direction operand."""
+    return None if a is None else a[d]
+
+
+def _wide(a: np.ndarray | None) -> np.ndarray | None:
+    return None if a is None else a.astype(WIDE)
+
+
+def _gru_step(xw: np.ndarray, h: np.ndarray, r_w: np.ndarray, r_b: np.ndarray | None, hidden: int,
+              reset_after: bool, f: Act, g: Act) -> np.ndarray:
+    """One GRU step.  `xw` = input @ W^T + bias, canonical (z, r, n) along the last axis."""
+    hh = h @ r_w.T if reset_after else h @ r_w[: 2 * hidden].T
+    if r_b is not None:
+        hh = hh + r_b[: hh.shape[-1]]
+    z = f(xw[:, :hidden] + hh[:, :hidden])
+    r = f(xw[:, hidden:2 * hidden] + hh[:, hidden:2 * hidden])
+    if reset_after:
+        n = g(xw[:, 2 * hidden:] + r * hh[:, 2 * hidden:])
+    else:
+        rb_n = 0.0 if r_b is None else r_b[2 * hidden:]
+        n = g(xw[:, 2 * hidden:] + rb_n + (r * h) @ r_w[2 * hidden:].T)
+    return z * h + (1.0 - z) * n
+
+
+def _lstm_step(xw: np.ndarray, h: np.ndarray, c: np.ndarray, r_w: np.ndarray, r_b: np.ndarray | None,
+               peep: np.ndarray | None, hidden: int, acts: Sequence[Act]) -> tuple[np.ndarray, np.ndarray]:
+    """One LSTM step.  `xw` = input @ W^T + bias, canonical (i, o, f, g) along the last axis."""
+    pre = xw + h @ r_w.T
+    if r_b is not None:
+        pre = pre + r_b
+    i_pre, o_pre, f_pre, g_pre = (pre[:, k * hidden:(k + 1) * hidden] for k in range(4))
+    if peep is not None:
+        # peepholes (i, o, f) look at the previous cell state, as in the spec's emulation and webnn-baseline
+        i_pre = i_pre + c * peep[:hidden]
+        o_pre = o_pre + c * peep[hidden:2 * hidden]
+        f_pre = f_pre + c * peep[2 * hidden:]
+    gate, cell, out = acts
+    c_next = gate(f_pre) * c + gate(i_pre) * cell(g_pre)
+    return gate(o_pre) * out(c_next), c_next
+
+
+def _project(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+    """input @ W^T (+ bias) for every leading index at once."""
+    xw = x @ w.T
+    return xw if b is None else xw + b
+
+
+def _sequence(cell_step: Callable[..., tuple[np.ndarray, ...]], x: np.ndarray, n_states: int,
+              dirs: int, backward_only: bool, initial: Sequence[np.ndarray | None],
+              per_dir: Callable[[int], dict[str, np.ndarray | None]], hidden: int,
+              return_sequence: bool) -> list[np.ndarray]:
+    """Run `cell_step` over the time steps of each direction; states in, [states..., sequence?] out."""
+    steps, batch = x.shape[0], x.shape[1]
+    finals = [np.zeros((dirs, batch, hidden), WIDE) for _ in range(n_states)]
+    seq = np.zeros((steps, dirs, batch, hidden), WIDE) if return_sequence else None
+    for d in range(dirs):
+        p = per_dir(d)
+        xw = _project(x, p.pop("weight"), p.pop("bias"))
+        states = tuple(np.zeros((batch, hidden), WIDE) if s is None else s[d].astype(WIDE)
+                       for s in initial)
+        backward = backward_only or d == 1
+        for t in (range(steps - 1, -1, -1) if backward else range(steps)):
+            states = cell_step(xw[t], *states, **p)
+            if seq is not None:
+                seq[t, d] = states[0]
+        for k in range(n_states):
+            finals[k][d] = states[k]
+    return finals + ([seq] if seq is not None else [])
+
+
+def gru(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray, steps: int, hiddenSize: int, *,
+        resetAfter: bool, returnSequence: bool, direction: str, layout: str, activations: Sequence[str],
+        bias: Opt = None, recurrentBias: Opt = None, initialHiddenState: Opt = None) -> list[np.ndarray]:
+    """gru over all time steps.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-gru"""
+    order, hidden = _GRU_ORDER[layout], hiddenSize
+    f, g = (_ACTS[a] for a in activations)
+
+    def per_dir(d: int) -> dict[str, np.ndarray | None]:
+        return {"weight": _canonical(weight[d], order),
+                "bias": _maybe(_at(bias, d), order),
+                "r_w": _canonical(recurrentWeight[d], order),
+                "r_b": _maybe(_at(recurrentBias, d), order)}
+
+    def step(xw: np.ndarray, h: np.ndarray, r_w: np.ndarray, r_b: np.ndarray | None) -> tuple[np.ndarray]:
+        return (_gru_step(xw, h, r_w, r_b, hidden, resetAfter, f, g),)
+
+    outs = _sequence(step, input.astype(WIDE), 1, weight.shape[0], direction == "backward",
+                     [initialHiddenState], per_dir, hidden, returnSequence)
+    return [o.astype(input.dtype) for o in outs]
+
+
+def gru_cell(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray, hiddenState: np.ndarray,
+             hiddenSize: int, *, resetAfter: bool, layout: str, activations: Sequence[str],
+             bias: Opt = None, recurrentBias: Opt = None) -> np.ndarray:
+    """gruCell: one time step.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-grucell"""
+    order, hidden = _GRU_ORDER[layout], hiddenSize
+    f, g = (_ACTS[a] for a in activations)
+    xw = _project(input.astype(WIDE), _canonical(weight, order), _maybe(bias, order))
+    r_w = _canonical(recurrentWeight, order)
+    h = _gru_step(xw, hiddenState.astype(WIDE), r_w, _maybe(recurrentBias, order),
+                  hidden, resetAfter, f, g)
+    return h.astype(input.dtype)
+
+
+def lstm(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray, steps: int, hiddenSize: int, *,
+         returnSequence: bool, direction: str, layout: str, activations: Sequence[str], bias: Opt = None,
+         recurrentBias: Opt = None, peepholeWeight: Opt = None, initialHiddenState: Opt = None,
+         initialCellState: Opt = None) -> list[np.ndarray]:
+    """lstm over all time steps.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-lstm"""
+    order, hidden = _LSTM_ORDER[layout], hiddenSize
+    acts = [_ACTS[a] for a in activations]
+
+    def per_dir(d: int) -> dict[str, np.ndarray | None]:
+        return {"weight": _canonical(weight[d], order),
+                "bias": _maybe(_at(bias, d), order),
+                "r_w": _canonical(recurrentWeight[d], order),
+                "r_b": _maybe(_at(recurrentBias, d), order),
+                "peep": _wide(_at(peepholeWeight, d))}
+
+    def step(xw: np.ndarray, h: np.ndarray, c: np.ndarray, r_w: np.ndarray, r_b: np.ndarray | None,
+             peep: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        return _lstm_step(xw, h, c, r_w, r_b, peep, hidden, acts)
+
+    outs = _sequence(step, input.astype(WIDE), 2, weight.shape[0], direction == "backward",
+                     [initialHiddenState, initialCellState], per_dir, hidden, returnSequence)
+    return [o.astype(input.dtype) for o in outs]
+
+
+def lstm_cell(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray, hiddenState: np.ndarray,
+              cellState: np.ndarray, hiddenSize: int, *, layout: str, activations: Sequence[str],
+              bias: Opt = None, recurrentBias: Opt = None, peepholeWeight: Opt = None) -> list[np.ndarray]:
+    """lstmCell: one time step, [hidden, cell].  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-lstmcell"""
+    order, hidden = _LSTM_ORDER[layout], hiddenSize
+    xw = _project(input.astype(WIDE), _canonical(weight, order), _maybe(bias, order))
+    h, c = _lstm_step(xw, hiddenState.astype(WIDE), cellState.astype(WIDE),
+                      _canonical(recurrentWeight, order),
+                      _maybe(recurrentBias, order), _wide(peepholeWeight), hidden,
+                      [_ACTS[a] for a in activations])
+    return [h.astype(input.dtype), c.astype(input.dtype)]
+
+
+KERNELS: dict[str, Callable[..., object]] = {
+    "gru": gru,
+    "gruCell": gru_cell,
+    "lstm": lstm,
+    "lstmCell": lstm_cell,
+}
