@@ -1,0 +1,150 @@
+"""FastAPI app factory: cross-origin isolation headers, static mounts, the core wheel and health."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import FileResponse, JSONResponse, Response
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from web.core_wheel import CoreWheelCache, read_project_meta
+from web.settings import Settings
+
+WEB_DIR = Path(__file__).resolve().parent
+# Browsers need cross-origin isolation for SharedArrayBuffer; these go on every response.
+ISOLATION_HEADERS = {
+    "cross-origin-opener-policy": "same-origin",
+    "cross-origin-embedder-policy": "require-corp",
+    "cross-origin-resource-policy": "same-origin",
+}
+MIME_TYPES = {
+    ".wasm": "application/wasm",
+    ".js": "text/javascript; charset=utf-8",
+    ".mjs": "text/javascript; charset=utf-8",
+    ".map": "application/json",
+    ".json": "application/json",
+    ".whl": "application/zip",
+    ".zip": "application/zip",
+    ".html": "text/html; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".ts": "text/plain; charset=utf-8",
+}
+NO_CACHE = "no-cache"
+LONG_CACHE = "public, max-age=86400"
+
+
+class IsolationHeaders:
+    """Pure ASGI middleware: adds the isolation headers to every HTTP response it sees."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [
+                    (k, v)
+                    for k, v in message.get("headers", [])
+                    if k.decode().lower() not in ISOLATION_HEADERS
+                ]
+                headers += [(k.encode(), v.encode()) for k, v in ISOLATION_HEADERS.items()]
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+class AssetFiles(StaticFiles):
+    """StaticFiles with our MIME table, a Cache-Control value, and 404 (not 500) for a missing dir."""
+
+    def __init__(self, directory: Path, cache_control: str, html: bool = False) -> None:
+        super().__init__(directory=directory, html=html, check_dir=False)
+        self.cache_control = cache_control
+
+    async def check_config(self) -> None:
+        """Accept a directory that does not exist yet (unbuilt bundle, unfetched assets): it 404s."""
+
+    def file_response(
+        self, full_path: Any, stat_result: os.stat_result, scope: Scope, status_code: int = 200
+    ) -> Response:
+        """Serve one file with the MIME type from MIME_TYPES and this mount's Cache-Control."""
+        response = super().file_response(full_path, stat_result, scope, status_code)
+        mime = MIME_TYPES.get(Path(str(full_path)).suffix.lower())
+        if mime and response.status_code != 304:
+            response.headers["content-type"] = mime
+        response.headers["cache-control"] = self.cache_control
+        return response
+
+
+def _health(settings: Settings, wheels: CoreWheelCache) -> dict[str, Any]:
+    pyodide_dir = settings.pyodide_dir
+    lock = pyodide_dir / "pyodide-lock.json"
+    core_ok = all(
+        (pyodide_dir / f).is_file() for f in ("pyodide.mjs", "pyodide.asm.wasm", "python_stdlib.zip")
+    )
+    numpy_ok = False
+    try:
+        numpy_file = json.loads(lock.read_text())["packages"]["numpy"]["file_name"]
+        numpy_ok = (pyodide_dir / numpy_file).is_file()
+    except (OSError, ValueError, KeyError):
+        pass  # no or broken lock: report numpy as absent
+    return {
+        "status": "ok",
+        "pyodide": core_ok and lock.is_file(),
+        "numpy": numpy_ok,
+        "core": wheels.get().short_hash,
+        "version": read_project_meta(settings.repo_root / "pyproject.toml").version,
+    }
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the dev server app for the given settings (default: from the environment)."""
+    settings = settings or Settings.from_env()
+    wheels = CoreWheelCache(settings.core_src, settings.repo_root / "pyproject.toml")
+    app = FastAPI(title="pyodide-webnn dev server", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.settings = settings
+    app.state.core_wheels = wheels
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        # 500s are answered outside all middleware, so the isolation headers are set here too.
+        return JSONResponse({"detail": "Internal Server Error"}, status_code=500, headers=ISOLATION_HEADERS)
+
+    app.add_exception_handler(Exception, server_error)
+    app.add_middleware(IsolationHeaders)
+
+    @app.get("/api/health")
+    def health() -> Response:
+        return JSONResponse(_health(settings, wheels), headers={"cache-control": "no-store"})
+
+    @app.get("/core/manifest.json")
+    def core_manifest() -> Response:
+        wheel = wheels.get()
+        body = {"wheel": wheel.url, "sha256": wheel.sha256, "files": wheel.files}
+        return JSONResponse(body, headers={"cache-control": NO_CACHE})
+
+    @app.get("/core/{digest}/{filename}")
+    def core_wheel(digest: str, filename: str) -> Response:
+        wheel = wheels.get()
+        if digest != wheel.short_hash or filename != wheel.filename:
+            return JSONResponse({"detail": "unknown or stale core wheel; fetch /core/manifest.json"}, 404)
+        headers = {"cache-control": "public, max-age=31536000, immutable"}
+        return Response(wheel.data, media_type=MIME_TYPES[".whl"], headers=headers)
+
+    @app.get("/")
+    def index() -> Response:
+        return FileResponse(WEB_DIR / "gallery" / "index.html", headers={"cache-control": NO_CACHE})
+
+    app.mount("/polyfill", AssetFiles(settings.polyfill_dist, NO_CACHE), name="polyfill")
+    app.mount("/pyodide", AssetFiles(settings.pyodide_dir, LONG_CACHE), name="pyodide")
+    app.mount("/test", AssetFiles(WEB_DIR / "pages" / "test", NO_CACHE, html=True), name="test")
+    app.mount("/gallery", AssetFiles(WEB_DIR / "gallery", NO_CACHE, html=True), name="gallery")
+    return app

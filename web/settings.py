@@ -1,0 +1,48 @@
+"""Server settings, read once from environment variables into a frozen dataclass."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+PYODIDE_VERSION = "0.27.7"  # keep in step with scripts/fetch_assets.py
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Where the server listens and which directories it serves."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    cache_dir: Path = Path.home() / ".cache" / "pyodide-webnn"
+    repo_root: Path = REPO_ROOT
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Build settings from PYODIDE_WEBNN_{HOST,PORT,CACHE,ROOT}, falling back to the defaults."""
+        env = os.environ if environ is None else environ
+        default = cls()
+        return cls(
+            host=env.get("PYODIDE_WEBNN_HOST") or default.host,
+            port=int(env.get("PYODIDE_WEBNN_PORT") or default.port),
+            cache_dir=Path(env.get("PYODIDE_WEBNN_CACHE") or default.cache_dir).expanduser(),
+            repo_root=Path(env.get("PYODIDE_WEBNN_ROOT") or default.repo_root).expanduser().resolve(),
+        )
+
+    @property
+    def pyodide_dir(self) -> Path:
+        """The Pyodide indexURL directory filled by scripts/fetch_assets.py."""
+        return self.cache_dir / f"pyodide-{PYODIDE_VERSION}"
+
+    @property
+    def polyfill_dist(self) -> Path:
+        """The esbuild output directory (make build)."""
+        return self.repo_root / "polyfill" / "dist"
+
+    @property
+    def core_src(self) -> Path:
+        """The py_core package directory the core wheel is built from."""
+        return self.repo_root / "py_core"
