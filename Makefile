@@ -1,0 +1,83 @@
+# pyodide-webnn: `make run` serves the dev server, `make test` runs the tests. Both set up what they need first
+# (venv, npm toolchain, Pyodide assets, browsers) and are no-ops for the parts already in place.
+
+PYTHON3 ?= python3
+VENV    := .venv
+PY      := $(VENV)/bin/python
+EXTRAS  := server,test,models,dev
+STAMP   := $(VENV)/.installed-stamp
+NODE_STAMP := node_modules/.installed-stamp
+ESBUILD := node_modules/.bin/esbuild
+HOST    ?= 127.0.0.1
+PORT    ?= 8000
+PYTEST_ARGS ?=
+
+POLYFILL_SRC := $(shell find polyfill/src -type f -name '*.js' 2>/dev/null)
+DIST := polyfill/dist
+
+.PHONY: setup venv node assets browsers build run test lint clean help
+
+help:
+	@echo "make run    set everything up, build the polyfill, serve http://$(HOST):$(PORT)"
+	@echo "make test   set everything up, build the polyfill, run pytest (PYTEST_ARGS=...)"
+	@echo "make setup  venv + npm toolchain + Pyodide assets + browsers (idempotent)"
+	@echo "make build  bundle polyfill/src with esbuild into polyfill/dist"
+	@echo "make lint   ruff check + mypy"
+
+setup: venv node assets browsers
+
+venv: $(STAMP)
+
+$(PY):
+	$(PYTHON3) -m venv $(VENV)
+
+# Reinstall only when pyproject.toml changed since the last successful install.
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -e ".[$(EXTRAS)]"
+	touch $@
+
+node: $(NODE_STAMP)
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+# Verifies the cache in well under a second when it is complete; downloads only what is missing or corrupt.
+assets: $(STAMP)
+	$(PY) scripts/fetch_assets.py
+
+browsers: $(STAMP)
+	bash scripts/setup_browsers.sh
+
+build: node
+	@if [ ! -f polyfill/src/index.js ]; then \
+	  echo "build: polyfill/src/index.js does not exist yet; skipping the polyfill bundle"; \
+	else \
+	  $(MAKE) --no-print-directory $(DIST)/webnn-polyfill.js $(DIST)/webnn-worker.js; \
+	fi
+
+$(DIST)/webnn-polyfill.js: $(POLYFILL_SRC) $(NODE_STAMP)
+	$(ESBUILD) polyfill/src/index.js --bundle --format=iife --sourcemap --outfile=$@
+
+$(DIST)/webnn-worker.js: $(POLYFILL_SRC) $(NODE_STAMP)
+	@if [ -f polyfill/src/worker.js ]; then \
+	  $(ESBUILD) polyfill/src/worker.js --bundle --format=esm --sourcemap --outfile=$@; \
+	else \
+	  echo "build: polyfill/src/worker.js does not exist yet; skipping the worker bundle"; \
+	fi
+
+run: setup build
+	$(PY) -m web --host $(HOST) --port $(PORT)
+
+# Same as setup, except that missing browsers stop the run here with a clear message (--strict).
+test: venv node assets build
+	bash scripts/setup_browsers.sh --strict
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(PY) -m ruff check .
+	$(PY) -m mypy
+	$(PY) -m mypy --strict web scripts/fetch_assets.py
+
+clean:
+	rm -rf $(DIST) .pytest_cache test-results reports build *.egg-info
