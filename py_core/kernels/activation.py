@@ -1,7 +1,119 @@
-"""activation kernels (NumPy).  https://www.w3.org/TR/webnn/#api-mlgraphbuilder"""
+"""Activation kernels (NumPy).  https://www.w3.org/TR/webnn/#api-mlgraphbuilder
+
+Every kernel computes float16 in float32 and rounds once; integer kernels stay in their own type.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-KERNELS: dict[str, Callable[..., object]] = {}
+import numpy as np
+
+from py_core.kernels.common import NumpyFn, unary, wide_type
+
+
+def with_options(fn: NumpyFn) -> Callable[..., np.ndarray]:
+    """Element-wise kernel taking option values; float16 computes in float32 and rounds once."""
+
+    def kernel(input: np.ndarray, **options: Any) -> np.ndarray:
+        x = input.astype(wide_type(input.dtype), copy=False)
+        return np.asarray(fn(x, **options)).astype(input.dtype, copy=False)
+
+    kernel.__name__ = getattr(fn, "__name__", "activation")
+    return kernel
+
+
+def relu(input: np.ndarray) -> np.ndarray:
+    """relu: max(0, x), exact in every type.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-relu-method"""
+    return np.maximum(input, input.dtype.type(0))
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    # numerically stable: exp(-|x|) is in (0, 1], so neither branch overflows for large |x|
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def _softplus(x: np.ndarray) -> np.ndarray:
+    # stable ln(1 + exp(x)) = max(x, 0) + ln(1 + exp(-|x|)): no overflow, exact limits at +/-inf
+    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+
+def _softsign(x: np.ndarray) -> np.ndarray:
+    # the spec's x / (1 + |x|) literally: +/-inf gives inf/inf = NaN, as in the spec's emulation and torch
+    return x / (1 + np.abs(x))
+
+
+def _hard_swish(x: np.ndarray) -> np.ndarray:
+    # the spec's x * max(0, min(6, x + 3)) / 6 literally: -inf gives -inf * 0 = NaN, as torch does
+    return x * np.minimum(np.maximum(x + 3, 0), 6) / 6
+
+
+def _elu(x: np.ndarray, alpha: float) -> np.ndarray:
+    # expm1 keeps alpha * (exp(x) - 1) accurate near 0; min(x, 0) keeps the unused branch from overflowing
+    return np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0)))
+
+
+def _leaky_relu(x: np.ndarray, alpha: float) -> np.ndarray:
+    return np.where(x < 0, alpha * x, x)
+
+
+def _hard_sigmoid(x: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+    # max/min propagate NaN (np.clip's behaviour is not guaranteed for NaN across NumPy versions)
+    return np.minimum(np.maximum(alpha * x + beta, 0), 1)
+
+
+def _linear(x: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+    return alpha * x + beta
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    # 0.5 * x * (1 + erf(x / sqrt(2))) in float64 (erf64 is a float64 kernel); the caller rounds once
+    from py_core.kernels.mathfn import erf64  # imported late: mathfn is another family's module
+
+    x64 = x.astype(np.float64)
+    return 0.5 * x64 * (1.0 + erf64(x64 * np.sqrt(0.5)))
+
+
+def clamp(input: np.ndarray, minValue: float | int, maxValue: float | int) -> np.ndarray:
+    """clamp: bounds already cast to the input type by the spec row, so min/max are exact in every type.
+    https://www.w3.org/TR/webnn/#api-mlgraphbuilder-clamp"""
+    lo = np.asarray(minValue, dtype=input.dtype)
+    hi = np.asarray(maxValue, dtype=input.dtype)
+    # maximum/minimum (not fmax/fmin) so a NaN input stays NaN
+    return np.minimum(np.maximum(input, lo), hi)
+
+
+def prelu(input: np.ndarray, slope: np.ndarray) -> np.ndarray:
+    """prelu: x if x >= 0 else slope * x, broadcast; integers wrap like C.
+    https://www.w3.org/TR/webnn/#api-mlgraphbuilder-prelu"""
+    wide = wide_type(input.dtype)
+    x, s = input.astype(wide, copy=False), slope.astype(wide, copy=False)
+    return np.where(x < 0, x * s, x).astype(input.dtype, copy=False)
+
+
+def softmax(input: np.ndarray, axis: int) -> np.ndarray:
+    """softmax along `axis`.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-softmax-method"""
+    x = input.astype(wide_type(input.dtype), copy=False)
+    # subtract the max along the axis first: exp never overflows and the largest term is exactly 1
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return (e / np.sum(e, axis=axis, keepdims=True)).astype(input.dtype, copy=False)
+
+
+KERNELS: dict[str, Callable[..., object]] = {
+    "relu": relu,
+    "sigmoid": unary(_sigmoid),
+    "tanh": unary(np.tanh),
+    "gelu": unary(_gelu),
+    "softplus": unary(_softplus),
+    "softsign": unary(_softsign),
+    "hardSwish": unary(_hard_swish),
+    "elu": with_options(_elu),
+    "leakyRelu": with_options(_leaky_relu),
+    "hardSigmoid": with_options(_hard_sigmoid),
+    "linear": with_options(_linear),
+    "clamp": clamp,
+    "prelu": prelu,
+    "softmax": softmax,
+}

@@ -1,7 +1,132 @@
-"""activation operators: validation and shape inference.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder"""
+"""Activation operators (relu, sigmoid, clamp, softmax, gelu, ...): validation and shape inference.
+https://www.w3.org/TR/webnn/#api-mlgraphbuilder"""
 
 from __future__ import annotations
 
-from py_core.spec.table import OpSpec
+import math
+import struct
+from collections.abc import Callable
+from typing import Any
 
-ROWS: list[OpSpec] = []
+from py_core.spec.common import broadcast_shapes, check_axis
+from py_core.spec.table import DOUBLE, NUMBER, ULONG, OpCall, OpSpec, operand, value
+from py_core.types import FLOATS, DataType, OperandDescriptor
+
+FAMILY = "activation"
+
+# relu and prelu also accept the signed integer types int32, int64 and int8
+FLOATS_SIGNED_INTS: frozenset[DataType] = FLOATS | {DataType.INT32, DataType.INT64, DataType.INT8}
+
+# Inclusive value range of each integer data type (Python ints: exact for 64-bit types)
+INT_RANGES: dict[DataType, tuple[int, int]] = {
+    DataType.INT8: (-(2**7), 2**7 - 1),
+    DataType.UINT8: (0, 2**8 - 1),
+    DataType.INT32: (-(2**31), 2**31 - 1),
+    DataType.UINT32: (0, 2**32 - 1),
+    DataType.INT64: (-(2**63), 2**63 - 1),
+    DataType.UINT64: (0, 2**64 - 1),
+}
+
+
+def cast_number(v: Any, data_type: DataType) -> float | int:
+    """Cast an MLNumber (int or float) to a data type's value set.  https://www.w3.org/TR/webnn/#mlnumber-cast
+
+    Floats round to nearest float32/float16 (out of range: +/-Infinity); integers truncate toward zero and
+    saturate to the type's range (what Chromium's saturated_cast and the WPT mlNumber cases expect).
+    NaN stays NaN for float types and becomes 0 for integer types."""
+    if data_type in INT_RANGES:
+        lo, hi = INT_RANGES[data_type]
+        if isinstance(v, float):
+            if math.isnan(v):
+                return 0
+            if math.isinf(v):
+                return lo if v < 0 else hi
+            v = math.trunc(v)
+        return min(max(int(v), lo), hi)
+    try:
+        f = float(v)
+    except OverflowError:  # a bigint beyond double range
+        return math.inf if v > 0 else -math.inf
+    fmt = "e" if data_type == DataType.FLOAT16 else "f"
+    try:
+        # struct rounds to nearest-even like a hardware float conversion
+        return float(struct.unpack(fmt, struct.pack(fmt, f))[0])
+    except OverflowError:  # rounds past the largest finite value
+        return math.copysign(math.inf, f)
+
+
+def _same(call: OpCall) -> OperandDescriptor:
+    return call.operand("input")
+
+
+def _same_cast(*names: str) -> Callable[[OpCall], OperandDescriptor]:
+    """Output like the input; the named double options cast to the input's data type (spec steps)."""
+
+    def infer(call: OpCall) -> OperandDescriptor:
+        x = call.operand("input")
+        for name in names:
+            call.options[name] = cast_number(call.options[name], x.data_type)
+        return x
+
+    return infer
+
+
+def unary_row(name: str, types: frozenset[DataType] = FLOATS, options: tuple[Any, ...] = ()) -> OpSpec:
+    """An element-wise activation `name(input, options)`; double options are cast to the input type."""
+    names = tuple(p.name for p in options)
+    return OpSpec(name, FAMILY, (operand("input", types),), options, _same_cast(*names) if names else _same)
+
+
+def _clamp(call: OpCall) -> OperandDescriptor:
+    """clamp: bounds cast to the input type; minValue > maxValue is a TypeError.
+    https://www.w3.org/TR/webnn/#api-mlgraphbuilder-clamp"""
+    x = call.operand("input")
+    dt = x.data_type
+    lo, hi = INT_RANGES.get(dt, (-math.inf, math.inf))
+    bounds = []
+    for name, open_bound in (("minValue", lo), ("maxValue", hi)):
+        v = call.options[name]
+        # absent, or NaN (WPT "minValue as NaN"/"maxValue as NaN": no clamping), means an open bound
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            bounds.append(open_bound)
+        else:
+            bounds.append(cast_number(v, dt))
+    if bounds[0] > bounds[1]:
+        call.fail(f"minValue ({call.options['minValue']!r} -> {bounds[0]!r}) must not be greater than "
+                  f"maxValue ({call.options['maxValue']!r} -> {bounds[1]!r}) for {dt.value} input")
+    call.options["minValue"], call.options["maxValue"] = bounds
+    return x
+
+
+def _prelu(call: OpCall) -> OperandDescriptor:
+    """prelu: input and slope bidirectionally broadcast (current spec text).
+    https://www.w3.org/TR/webnn/#api-mlgraphbuilder-prelu"""
+    x, slope = call.operand("input"), call.operand("slope")
+    return x.with_shape(broadcast_shapes(call, x.shape, slope.shape, "input and slope"))
+
+
+def _softmax(call: OpCall) -> OperandDescriptor:
+    """softmax: axis must be < rank.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-softmax-method"""
+    x = call.operand("input")
+    check_axis(call, call.options["axis"], x.rank)
+    return x
+
+
+ROWS: list[OpSpec] = [
+    unary_row("relu", FLOATS_SIGNED_INTS),
+    unary_row("sigmoid"),
+    unary_row("tanh"),
+    unary_row("gelu"),
+    unary_row("softplus"),
+    unary_row("softsign"),
+    unary_row("hardSwish"),
+    unary_row("elu", options=(value("alpha", DOUBLE, 1.0),)),
+    unary_row("leakyRelu", options=(value("alpha", DOUBLE, 0.01),)),
+    unary_row("hardSigmoid", options=(value("alpha", DOUBLE, 0.2), value("beta", DOUBLE, 0.5))),
+    unary_row("linear", options=(value("alpha", DOUBLE, 1.0), value("beta", DOUBLE, 0.0))),
+    OpSpec("clamp", FAMILY, (operand("input"),),
+           (value("minValue", NUMBER, None), value("maxValue", NUMBER, None)), _clamp),
+    OpSpec("prelu", FAMILY, (operand("input", FLOATS_SIGNED_INTS), operand("slope", same_type_as="input")),
+           (), _prelu),
+    OpSpec("softmax", FAMILY, (operand("input", FLOATS), value("axis", ULONG)), (), _softmax),
+]
