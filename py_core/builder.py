@@ -141,9 +141,10 @@ class GraphBuilder:
                 values[p.name] = v
         outs, options = validate(spec, descs, values, label)
         handles_out = [self._new_operand(d, "output") for d in outs]
-        ids: dict[str, int | list[int] | None] = {
-            name: [x.id for x in h] if isinstance(h, list) else h.id for name, h in handles.items()
-        }
+        # every operand parameter is recorded, absent optional ones as None: kernels get them as None
+        ids: dict[str, int | list[int] | None] = dict.fromkeys((p.name for p in spec.operand_params), None)
+        for name, h in handles.items():
+            ids[name] = [x.id for x in h] if isinstance(h, list) else h.id
         self.graph.operations.append(Operation(spec.name, ids, options, [h.id for h in handles_out], label))
         return handles_out if spec.returns == "operands" else handles_out[0]
 
