@@ -52,11 +52,11 @@ def _compare(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     return kernel
 
 
-def _predicate(fn: Callable[[np.ndarray], np.ndarray], param: str = "input") -> Callable[..., np.ndarray]:
-    """Single-input logical kernel (logicalNot's operand is `a`, isNaN/isInfinite's `input`) -> uint8 0/1."""
+def _predicate(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
+    """Single-input logical kernel (logicalNot, isNaN, isInfinite; operand `a`) -> uint8 0/1."""
 
-    def kernel(**operand: np.ndarray) -> np.ndarray:
-        return np.asarray(fn(operand[param])).astype(np.uint8)
+    def kernel(a: np.ndarray) -> np.ndarray:
+        return np.asarray(fn(a)).astype(np.uint8)
 
     kernel.__name__ = getattr(fn, "__name__", "predicate")
     return kernel
@@ -153,7 +153,7 @@ KERNELS: dict[str, Callable[..., object]] = {
     "logicalAnd": _compare(np.logical_and),
     "logicalOr": _compare(np.logical_or),
     "logicalXor": _compare(np.logical_xor),
-    "logicalNot": _predicate(np.logical_not, "a"),
+    "logicalNot": _predicate(np.logical_not),
     "isNaN": _predicate(np.isnan),
     "isInfinite": _predicate(np.isinf),
     "abs": _same(np.abs),
