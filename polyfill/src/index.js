@@ -1,0 +1,58 @@
+// pyodide-webnn: one script tag gives a WebNN API (navigator.ml) whose graphs run on a Python/NumPy core
+// in Pyodide.  A native navigator.ml stays in place; the polyfill is always at globalThis.webnnPolyfill.
+// https://www.w3.org/TR/webnn/
+
+import {readConfig} from './config.js';
+import {MLContext} from './context.js';
+import {MLGraph} from './graph.js';
+import {MLGraphBuilder, OPERATOR_NAMES} from './builder.js';
+import {ML, makeML} from './ml.js';
+import {MLOperand} from './operand.js';
+import {MLTensor} from './tensor.js';
+import {Runtime} from './runtime.js';
+
+const VERSION = '0.1.0';
+
+function install() {
+  if (globalThis.webnnPolyfill) return globalThis.webnnPolyfill;
+  const config = readConfig();
+  const events = new EventTarget();
+  const runtime = new Runtime(config, events);
+  const ml = makeML(runtime);
+  const classes = {ML, MLContext, MLGraph, MLGraphBuilder, MLOperand, MLTensor};
+  const nav = globalThis.navigator;
+  const hadNative = !!(nav && nav.ml);
+  const replace = config.install === 'replace';
+
+  const api = {
+    version: VERSION,
+    ml,
+    ...classes,
+    operators: Object.freeze([...OPERATOR_NAMES]),
+    native: hadNative ? nav.ml : null,
+    installed: false,
+    config,
+    /** Start loading Pyodide, NumPy and the core now, instead of at the first createContext(). */
+    boot: () => runtime.boot().then(() => undefined),
+    get bootTimings() { return {...runtime.timings}; },
+    addEventListener: events.addEventListener.bind(events),
+    removeEventListener: events.removeEventListener.bind(events),
+  };
+
+  if (nav && (!hadNative || replace)) {
+    Object.defineProperty(Object.getPrototypeOf(nav), 'ml', {
+      get: () => ml, configurable: true, enumerable: true,
+    });
+    if (Object.prototype.hasOwnProperty.call(nav, 'ml')) {
+      Object.defineProperty(nav, 'ml', {value: ml, configurable: true, enumerable: true, writable: true});
+    }
+    for (const [name, cls] of Object.entries(classes)) {
+      Object.defineProperty(globalThis, name, {value: cls, configurable: true, writable: true, enumerable: false});
+    }
+    api.installed = true;
+  }
+  Object.defineProperty(globalThis, 'webnnPolyfill', {value: Object.freeze(api), configurable: true});
+  return api;
+}
+
+install();

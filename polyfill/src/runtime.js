@@ -1,0 +1,106 @@
+// Boots the two Pyodide instances the polyfill uses, once per page:
+//  - the page's own (NumPy-free) Pyodide, where MLGraphBuilder validates synchronously, and
+//  - the execution worker's Pyodide with NumPy, where graphs run off the main thread.
+// Reports progress as `progress` events on webnnPolyfill.
+
+import {errorFromJson} from './errors.js';
+import {WorkerClient} from './rpc.js';
+
+const STAGES = ['manifest', 'page-runtime', 'page-core', 'worker-runtime', 'worker-numpy', 'worker-core'];
+
+export class Runtime {
+  constructor(config, events) {
+    this.config = config;
+    this.events = events;
+    this.timings = {};
+    this.done = new Set();
+    this.lostListeners = new Set();
+    this.host = null;
+    this.worker = null;
+    this.pagePromise = null;
+    this.workerPromise = null;
+    this.t0 = 0;
+  }
+
+  #progress(stage, message) {
+    if (stage !== 'ready') {
+      this.done.add(stage);
+      this.timings[stage] = Math.round(performance.now() - this.t0);
+    }
+    const detail = {stage, message, loaded: this.done.size, total: STAGES.length,
+      elapsedMs: Math.round(performance.now() - this.t0)};
+    this.events.dispatchEvent(new CustomEvent('progress', {detail}));
+  }
+
+  async #manifest() {
+    if (!this.manifestPromise) {
+      this.manifestPromise = fetch(this.config.coreManifestURL, {cache: 'no-cache'}).then(async (r) => {
+        if (!r.ok) throw new Error(`HTTP ${r.status} for ${this.config.coreManifestURL}`);
+        const m = await r.json();
+        this.coreWheelURL = new URL(m.wheel, this.config.coreManifestURL).href;
+        this.#progress('manifest', 'core manifest loaded');
+        return m;
+      });
+    }
+    return this.manifestPromise;
+  }
+
+  async #bootPage() {
+    await this.#manifest();
+    const {loadPyodide} = await import(/* webpackIgnore: true */ this.config.pyodideURL + 'pyodide.mjs');
+    const py = await loadPyodide({indexURL: this.config.pyodideURL, stdout: () => {}, stderr: () => {}});
+    this.#progress('page-runtime', 'Pyodide started on the page');
+    await py.loadPackage(this.coreWheelURL, {messageCallback: () => {}});
+    const mod = py.pyimport('py_core.bridge.builder_host');
+    this.host = mod.HOST;
+    this.callJson = this.host.call_json;
+    this.#progress('page-core', 'graph builder ready');
+    this.opTable = this.call('op_table');
+    this.limits = this.call('op_support_limits');
+  }
+
+  async #bootWorker() {
+    await this.#manifest();
+    const worker = new WorkerClient(
+      this.config.workerURL,
+      (msg) => this.#progress(msg.stage, msg.message),
+      (reason) => this.#workerLost(worker, reason));
+    await worker.request('init', {pyodideURL: this.config.pyodideURL, coreWheelURL: this.coreWheelURL});
+    this.worker = worker;
+    return worker;
+  }
+
+  #workerLost(worker, reason) {
+    if (this.worker === worker) this.worker = null;
+    this.workerPromise = null;
+    for (const fn of [...this.lostListeners]) fn(worker, reason);
+  }
+
+  /** Boot whatever is not running yet; resolves when builder and worker are both ready. */
+  async boot() {
+    if (!this.t0) this.t0 = performance.now();
+    if (!this.pagePromise) {
+      this.pagePromise = this.#bootPage().catch((e) => { this.pagePromise = null; throw e; });
+    }
+    if (!this.workerPromise) {
+      this.workerPromise = this.#bootWorker().catch((e) => { this.workerPromise = null; throw e; });
+    }
+    try {
+      const [, worker] = await Promise.all([this.pagePromise, this.workerPromise]);
+      this.timings.total = Math.round(performance.now() - this.t0);
+      this.#progress('ready', 'WebNN polyfill ready');
+      return worker;
+    } catch (e) {
+      throw new DOMException(`the WebNN polyfill could not start: ${e && e.message ? e.message : e}`,
+        'NotSupportedError');
+    }
+  }
+
+  /** A synchronous call into the page's builder host; throws the spec's error on failure. */
+  call(method, ...args) {
+    if (!this.callJson) throw new DOMException('the WebNN polyfill is not started', 'InvalidStateError');
+    const reply = JSON.parse(this.callJson(method, JSON.stringify(args)));
+    if (reply.error) throw errorFromJson(reply.error);
+    return reply.ok;
+  }
+}

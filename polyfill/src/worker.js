@@ -1,0 +1,135 @@
+// The execution worker: its own Pyodide with NumPy and py_core; handles one message at a time, in order,
+// which is what orders writes, dispatches and reads on each tensor (the MLTensor timeline).
+
+let glue = null;
+let pyodide = null;
+const queue = [];
+let pumping = false;
+
+function progress(stage, message) {
+  self.postMessage({type: 'progress', stage, message});
+}
+
+async function init(msg) {
+  const {loadPyodide} = await import(msg.pyodideURL + 'pyodide.mjs');
+  pyodide = await loadPyodide({indexURL: msg.pyodideURL, stdout: () => {}, stderr: () => {}});
+  progress('worker-runtime', 'Pyodide started in the worker');
+  await pyodide.loadPackage('numpy', {messageCallback: () => {}});
+  progress('worker-numpy', 'NumPy loaded');
+  await pyodide.loadPackage(msg.coreWheelURL, {messageCallback: () => {}});
+  glue = pyodide.pyimport('py_core.bridge.pyodide_glue');
+  progress('worker-core', 'core loaded');
+  return {ok: true};
+}
+
+// Copy the bytes of a Python memoryview out of the WebAssembly heap, once, into a new ArrayBuffer.
+function takeBytes(proxy) {
+  const buf = proxy.getBuffer('u8');
+  try {
+    return buf.data.slice().buffer;
+  } finally {
+    buf.release();
+    proxy.destroy();
+  }
+}
+
+// Unpack [error-json, result] from a glue call; throws a plain {name, message} object on error.
+function unwrap(reply) {
+  try {
+    const err = reply.get(0);
+    if (err) throw JSON.parse(err);
+    return reply.get(1);
+  } finally {
+    reply.destroy();
+  }
+}
+
+function compute(msg) {
+  const bytesOf = (m) => new Uint8Array(m.buffer, m.byteOffset, m.length * globalThis[m.ctor].BYTES_PER_ELEMENT);
+  const bufs = msg.inputs.map(bytesOf);
+  const result = unwrap(glue.compute(msg.ctx, msg.gid, JSON.stringify(msg.inputs.map((m) => m.name)), bufs));
+  try {
+    const names = JSON.parse(result.get(0));
+    const views = result.get(1);
+    try {
+      names.forEach((name, i) => {
+        const m = msg.outputs.find((o) => o.name === name);
+        const view = views.get(i);
+        const pybuf = view.getBuffer('u8');
+        try {
+          bytesOf(m).set(pybuf.data);
+        } finally {
+          pybuf.release();
+          view.destroy();
+        }
+      });
+    } finally {
+      views.destroy();
+    }
+  } finally {
+    result.destroy();
+  }
+  return {value: {inputs: msg.inputs, outputs: msg.outputs},
+    transfer: [...msg.inputs, ...msg.outputs].map((m) => m.buffer)};
+}
+
+const handlers = {
+  init,
+  build: (m) => unwrap(glue.build(m.ctx, m.gid, m.graph, m.constIds, m.buffers, m.constantTensors)),
+  createTensor: (m) => unwrap(glue.create_tensor(m.ctx, m.tid, m.desc, m.readable, m.writable, m.constant, m.data || null)),
+  write: (m) => unwrap(glue.write_tensor(m.ctx, m.tid, m.data)),
+  dispatch: (m) => unwrap(glue.dispatch(m.ctx, m.gid, m.inputs, m.outputs)),
+  read: (m) => {
+    const buffer = takeBytes(unwrap(glue.read_tensor(m.ctx, m.tid)));
+    return {value: buffer, transfer: [buffer]};
+  },
+  compute,
+  destroyTensor: (m) => unwrap(glue.destroy_tensor(m.tid)),
+  destroyGraph: (m) => unwrap(glue.destroy_graph(m.gid)),
+  destroyContext: (m) => unwrap(glue.destroy_context(m.ctx)),
+  stats: () => JSON.parse(unwrap(glue.stats())),
+};
+
+async function handle(msg) {
+  const handler = handlers[msg.type];
+  try {
+    if (!handler) throw {name: 'UnknownError', message: `unknown worker message ${msg.type}`};
+    if (msg.type !== 'init' && !glue) throw {name: 'InvalidStateError', message: 'the worker is not initialized'};
+    let result = await handler(msg);
+    let transfer = [];
+    if (result && typeof result === 'object' && 'transfer' in result) {
+      transfer = result.transfer;
+      result = result.value;
+    }
+    if (result && typeof result === 'object' && typeof result.destroy === 'function') {
+      const proxy = result;
+      result = proxy.toJs({dict_converter: Object.fromEntries});
+      proxy.destroy();
+    }
+    self.postMessage({id: msg.id, result: result === undefined ? null : result}, transfer);
+  } catch (e) {
+    if (e && typeof e === 'object' && 'name' in e && 'message' in e && !(e instanceof Error)) {
+      self.postMessage({id: msg.id, error: {name: e.name, message: e.message}});
+      return;
+    }
+    // Anything else is a failure of the runtime itself (e.g. a WebAssembly trap): report it and stop, so
+    // the page marks this worker's contexts lost and starts a fresh worker for new ones.
+    const message = `${msg.type} failed: ${e && e.message ? e.message : String(e)}`;
+    self.postMessage({id: msg.id, error: {name: msg.type === 'init' ? 'NotSupportedError' : 'OperationError', message}});
+    if (msg.type !== 'init') {
+      self.postMessage({type: 'fatal', message});
+      self.close();
+    }
+  }
+}
+
+async function pump() {
+  pumping = true;
+  while (queue.length) await handle(queue.shift());
+  pumping = false;
+}
+
+self.onmessage = (e) => {
+  queue.push(e.data);
+  if (!pumping) pump();
+};

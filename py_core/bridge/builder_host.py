@@ -1,0 +1,109 @@
+"""The page-side half of the bridge: synchronous graph building for MLGraphBuilder, JSON in and out.
+https://www.w3.org/TR/webnn/#api-mlgraphbuilder
+
+Runs in the page's own (NumPy-free) Pyodide so builder methods can validate synchronously and return
+MLOperands whose shape and data type are known at once.  Constant bytes never enter this side.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from py_core.bridge.limits import op_support_limits
+from py_core.builder import BuilderOperand, GraphBuilder
+from py_core.errors import InvalidStateError, UnknownError, WebNNError
+from py_core.spec import OPS
+
+
+class BuilderHost:
+    """Holds the builders of one page; every method takes and returns JSON-able values."""
+
+    def __init__(self) -> None:
+        self.builders: dict[int, GraphBuilder] = {}
+        self.handles: dict[int, dict[int, BuilderOperand]] = {}
+        self._next = 0
+
+    def _builder(self, bid: int) -> GraphBuilder:
+        b = self.builders.get(bid)
+        if b is None:
+            raise InvalidStateError("MLGraphBuilder: this builder has been released")
+        return b
+
+    def _out(self, bid: int, h: BuilderOperand) -> dict[str, Any]:
+        self.handles[bid][h.id] = h
+        return {"id": h.id, **h.desc.to_json()}
+
+    def new_builder(self) -> int:
+        self._next += 1
+        self.builders[self._next] = GraphBuilder()
+        self.handles[self._next] = {}
+        return self._next
+
+    def release(self, bid: int) -> None:
+        self.builders.pop(bid, None)
+        self.handles.pop(bid, None)
+
+    def input(self, bid: int, name: str, desc: dict[str, Any]) -> dict[str, Any]:
+        return self._out(bid, self._builder(bid).input(name, desc))
+
+    def constant(self, bid: int, desc: dict[str, Any]) -> dict[str, Any]:
+        return self._out(bid, self._builder(bid).constant(desc))
+
+    def op(self, bid: int, name: str, args: dict[str, Any], label: str) -> list[dict[str, Any]]:
+        args = {k: _decode_numbers(v) for k, v in args.items()}
+        b = self._builder(bid)
+        table = self.handles[bid]
+        spec = OPS.get(name)
+        resolved: dict[str, Any] = {}
+        for key, v in args.items():
+            if spec is not None and key in {p.name for p in spec.operand_params} and v is not None:
+                resolved[key] = [table[i] for i in v] if isinstance(v, list) else table[v]
+            else:
+                resolved[key] = v
+        result = b.call(name, resolved, label)
+        outs = result if isinstance(result, list) else [result]
+        return [self._out(bid, h) for h in outs]
+
+    def build(self, bid: int, outputs: dict[str, int]) -> dict[str, Any]:
+        b = self._builder(bid)
+        table = self.handles[bid]
+        graph = b.build({name: table[i] for name, i in outputs.items()})
+        self.release(bid)
+        return graph.to_json()
+
+    def op_table(self) -> list[dict[str, Any]]:
+        return [spec.to_json() for spec in OPS.values()]
+
+    def op_support_limits(self) -> dict[str, Any]:
+        return op_support_limits()
+
+    def call_json(self, method: str, args_json: str) -> str:
+        """Entry point from JavaScript: {"ok": result} or {"error": {"name", "message"}}."""
+        try:
+            if method.startswith("_") or not hasattr(self, method):
+                raise UnknownError(f"no such builder host method '{method}'")
+            result = getattr(self, method)(*json.loads(args_json))
+            return json.dumps({"ok": result})
+        except WebNNError as e:
+            return json.dumps({"error": e.to_json()})
+        except Exception as e:  # a bug here must surface as a clear error, not a broken page
+            return json.dumps({"error": {"name": "UnknownError", "message": f"{type(e).__name__}: {e}"}})
+
+
+def _decode_numbers(v: Any) -> Any:
+    """MLNumber values JSON cannot carry arrive tagged: {"$n": "123"} (bigint) or {"$n": "-Infinity"}."""
+    if isinstance(v, dict):
+        if set(v) == {"$n"}:
+            s = str(v["$n"])
+            try:
+                return int(s)
+            except ValueError:
+                return float(s)
+        return {k: _decode_numbers(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_decode_numbers(x) for x in v]
+    return v
+
+
+HOST = BuilderHost()

@@ -1,0 +1,88 @@
+"""Worker entry points called from JavaScript inside Pyodide; the only module that handles JS proxies.
+https://www.w3.org/TR/webnn/#api-mlcontext
+
+Every function returns [error-json-or-None, result] (see worker_host.safe_call) so no Python exception
+ever crosses into JavaScript as an opaque PythonError.  Buffers come in as JS Uint8Array proxies and are
+copied once: `assign_to` writes straight into a NumPy array, `to_bytes` into a bytes object.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+from py_core.bridge.worker_host import HOST, safe_call
+
+
+def _filler(data: Any) -> Any:
+    """A fill(target) that copies a JS Uint8Array into the array's bytes (formats must match: view as u8)."""
+    return lambda target: data.assign_to(target.reshape(-1).view(np.uint8))
+
+
+def _build(ctx: int, gid: int, graph_json: str, const_ids_json: str, const_buffers: Any,
+           constant_tensors_json: str) -> dict[str, Any]:
+    ids = json.loads(const_ids_json)
+    data = {int(i): buf.to_bytes() for i, buf in zip(ids, const_buffers, strict=True)}
+    tensors = {int(k): int(v) for k, v in json.loads(constant_tensors_json).items()}
+    return HOST.build(ctx, gid, graph_json, data, tensors)
+
+
+def build(ctx: int, gid: int, graph_json: str, const_ids_json: str, const_buffers: Any,
+          constant_tensors_json: str) -> list[Any]:
+    return safe_call(_build, ctx, gid, graph_json, const_ids_json, const_buffers, constant_tensors_json)
+
+
+def _create_tensor(ctx: int, tid: int, desc_json: str, readable: bool, writable: bool, constant: bool,
+                   data: Any) -> None:
+    HOST.create_tensor(ctx, tid, json.loads(desc_json), readable, writable, constant)
+    if data is not None:
+        HOST.write_tensor(ctx, tid, _filler(data))
+
+
+def create_tensor(ctx: int, tid: int, desc_json: str, readable: bool, writable: bool, constant: bool,
+                  data: Any = None) -> list[Any]:
+    return safe_call(_create_tensor, ctx, tid, desc_json, readable, writable, constant, data)
+
+
+def write_tensor(ctx: int, tid: int, data: Any) -> list[Any]:
+    return safe_call(HOST.write_tensor, ctx, tid, _filler(data))
+
+
+def read_tensor(ctx: int, tid: int) -> list[Any]:
+    return safe_call(HOST.read_tensor, ctx, tid)
+
+
+def dispatch(ctx: int, gid: int, inputs_json: str, outputs_json: str) -> list[Any]:
+    return safe_call(HOST.dispatch, ctx, gid, json.loads(inputs_json), json.loads(outputs_json))
+
+
+def _compute(ctx: int, gid: int, names_json: str, buffers: Any) -> list[Any]:
+    inputs = {}
+    for name, buf in zip(json.loads(names_json), buffers, strict=True):
+        target = HOST.input_target(ctx, gid, name)
+        _filler(buf)(target)
+        inputs[name] = target
+    results = HOST.compute(ctx, gid, inputs)
+    return [json.dumps(list(results)), list(results.values())]
+
+
+def compute(ctx: int, gid: int, names_json: str, buffers: Any) -> list[Any]:
+    return safe_call(_compute, ctx, gid, names_json, buffers)
+
+
+def destroy_tensor(tid: int) -> list[Any]:
+    return safe_call(HOST.destroy_tensor, tid)
+
+
+def destroy_graph(gid: int) -> list[Any]:
+    return safe_call(HOST.destroy_graph, gid)
+
+
+def destroy_context(ctx: int) -> list[Any]:
+    return safe_call(HOST.destroy_context, ctx)
+
+
+def stats() -> list[Any]:
+    return safe_call(lambda: json.dumps(HOST.stats()))
