@@ -11,6 +11,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from py_core.kernels.shape import contiguous
+
 
 def _normalize(indices: np.ndarray, size: int | np.ndarray) -> np.ndarray:
     """Wrap negative indices once, then clamp into [0, size - 1]; int64 holds every index type exactly."""
@@ -39,7 +41,7 @@ def _coordinates(input: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, ..
 
 def gather_nd(input: np.ndarray, indices: np.ndarray) -> np.ndarray:
     """gatherND.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-gathernd"""
-    return np.ascontiguousarray(input[_coordinates(input, indices)])
+    return contiguous(input[_coordinates(input, indices)])
 
 
 def scatter_elements(input: np.ndarray, indices: np.ndarray, updates: np.ndarray, axis: int) -> np.ndarray:

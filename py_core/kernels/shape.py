@@ -13,6 +13,12 @@ import numpy as np
 from py_core.types import DataType
 
 
+def contiguous(a: np.ndarray) -> np.ndarray:
+    """A C-contiguous array (copied only if needed); unlike np.ascontiguousarray, keeps rank 0."""
+    a = np.asarray(a)
+    return a if a.flags.c_contiguous else a.copy(order="C")
+
+
 def reshape(input: np.ndarray, newShape: list[int]) -> np.ndarray:
     """reshape.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-reshape-method"""
     return np.reshape(input, newShape)
@@ -20,13 +26,13 @@ def reshape(input: np.ndarray, newShape: list[int]) -> np.ndarray:
 
 def transpose(input: np.ndarray, permutation: list[int]) -> np.ndarray:
     """transpose.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-transpose"""
-    return np.ascontiguousarray(np.transpose(input, permutation))
+    return contiguous(np.transpose(input, permutation))
 
 
 def slice_(input: np.ndarray, starts: list[int], sizes: list[int], strides: list[int]) -> np.ndarray:
     """slice.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-slice"""
     index = tuple(slice(b, b + n, s) for b, n, s in zip(starts, sizes, strides, strict=True))
-    return np.ascontiguousarray(input[index])
+    return contiguous(input[index])
 
 
 def pad(input: np.ndarray, beginningPadding: list[int], endingPadding: list[int], mode: str,
@@ -51,7 +57,7 @@ def concat(inputs: list[np.ndarray], axis: int) -> np.ndarray:
 def split(input: np.ndarray, splits: int | list[int], axis: int) -> list[np.ndarray]:
     """split.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-split"""
     sections = splits if isinstance(splits, int) else np.cumsum(splits)[:-1]
-    return [np.ascontiguousarray(part) for part in np.split(input, sections, axis=axis)]
+    return [contiguous(part) for part in np.split(input, sections, axis=axis)]
 
 
 def expand(input: np.ndarray, newShape: list[int]) -> np.ndarray:
@@ -66,7 +72,7 @@ def tile(input: np.ndarray, repetitions: list[int]) -> np.ndarray:
 
 def reverse(input: np.ndarray, axes: list[int]) -> np.ndarray:
     """reverse.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-reverse-method"""
-    return np.ascontiguousarray(np.flip(input, axis=tuple(axes)))
+    return contiguous(np.flip(input, axis=tuple(axes)))
 
 
 def triangular(input: np.ndarray, upper: bool, diagonal: int) -> np.ndarray:
