@@ -1,0 +1,236 @@
+"""GraphBuilder behaviours the spec requires of MLGraphBuilder.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+from py_core.builder import GraphBuilder, graph_from_json
+from py_core.errors import InvalidStateError, WebNNTypeError
+from py_core.runtime.executor import prepare
+
+F32 = "float32"
+
+
+def desc(*shape: int, dtype: str = F32) -> dict[str, object]:
+    return {"dataType": dtype, "shape": list(shape)}
+
+
+# ----------------------------------------------------------------------------------------- inputs
+
+@pytest.mark.parametrize("name", ["", None, 3])
+def test_input_name_must_be_a_non_empty_string(name: object) -> None:
+    with pytest.raises(WebNNTypeError):
+        GraphBuilder().input(name, desc(2))  # type: ignore[arg-type]
+
+
+def test_duplicate_input_name() -> None:
+    b = GraphBuilder()
+    b.input("x", desc(2))
+    with pytest.raises(WebNNTypeError, match="already exists"):
+        b.input("x", desc(3))
+
+
+@pytest.mark.parametrize("shape", [[0], [2, 0, 3], [2**32], [1, 2**32 + 5], [-1]])
+def test_invalid_dimensions(shape: list[int]) -> None:
+    with pytest.raises(WebNNTypeError):
+        GraphBuilder().input("x", {"dataType": F32, "shape": shape})
+
+
+def test_largest_dimension_is_accepted_for_small_types() -> None:
+    # 2^32-1 is a valid unsigned long; uint8 keeps the byte length within the limit
+    # (the limit check still applies: 4 GiB is beyond maxTensorByteLength here)
+    with pytest.raises(WebNNTypeError):
+        GraphBuilder().input("x", {"dataType": "uint8", "shape": [2**32 - 1]})
+    op = GraphBuilder().input("x", {"dataType": "uint8", "shape": [2**30]})
+    assert op.shape == [2**30]
+
+
+@pytest.mark.parametrize("shape", [[2**16, 2**16], [2**11, 2**11, 2**11], [65536, 65537]])
+def test_element_count_overflow(shape: list[int]) -> None:
+    with pytest.raises(WebNNTypeError):
+        GraphBuilder().input("x", {"dataType": "uint8", "shape": shape})
+
+
+@pytest.mark.parametrize("bad", [{"dataType": "float64", "shape": [2]}, {"dataType": F32, "shape": "2"},
+                                 {"dataType": F32, "shape": [True]}, {"dataType": F32, "shape": [2.5]},
+                                 "float32", None])
+def test_invalid_descriptor(bad: object) -> None:
+    with pytest.raises(WebNNTypeError):
+        GraphBuilder().input("x", bad)
+
+
+def test_constant_byte_length_must_match() -> None:
+    with pytest.raises(WebNNTypeError):
+        GraphBuilder().constant(desc(2, 3), np.zeros(5, np.float32))
+
+
+# ------------------------------------------------------------------------------------- operations
+
+def test_operand_from_another_builder() -> None:
+    a, b = GraphBuilder(), GraphBuilder()
+    x = a.input("x", desc(2))
+    y = b.input("y", desc(2))
+    with pytest.raises(WebNNTypeError, match="another MLGraphBuilder"):
+        b.add(x, y)
+    with pytest.raises(WebNNTypeError, match="another MLGraphBuilder"):
+        b.concat([y, x], 0)
+
+
+def test_non_operand_argument() -> None:
+    b = GraphBuilder()
+    x = b.input("x", desc(2))
+    with pytest.raises(WebNNTypeError):
+        b.add(x, 1.0)
+
+
+def test_validation_error_names_op_and_label() -> None:
+    b = GraphBuilder()
+    x = b.input("x", desc(2, 3))
+    y = b.input("y", desc(4, 5))
+    with pytest.raises(WebNNTypeError, match=r"^\[enc/add1\] add: .*\[2, 3\].*\[4, 5\]"):
+        b.add(x, y, label="enc/add1")
+
+
+def test_unknown_operator() -> None:
+    b = GraphBuilder()
+    with pytest.raises(AttributeError):
+        b.noSuchOp  # noqa: B018
+    with pytest.raises(WebNNTypeError):
+        b.call("noSuchOp", {})
+
+
+# ------------------------------------------------------------------------------------------ build
+
+def _small_graph() -> tuple[GraphBuilder, object, object]:
+    b = GraphBuilder()
+    x = b.input("x", desc(2, 3))
+    c = b.constant(desc(2, 3), np.arange(6, dtype=np.float32))
+    return b, x, c
+
+
+def test_build_twice_is_invalid_state() -> None:
+    b, x, c = _small_graph()
+    out = b.add(x, c)
+    b.build({"out": out})
+    with pytest.raises(InvalidStateError):
+        b.build({"out": out})
+    with pytest.raises(InvalidStateError):
+        b.input("z", desc(1))
+    with pytest.raises(InvalidStateError):
+        b.relu(x)
+
+
+@pytest.mark.parametrize("which", ["input", "constant"])
+def test_build_rejects_input_or_constant_as_output(which: str) -> None:
+    b, x, c = _small_graph()
+    b.add(x, c)
+    with pytest.raises(WebNNTypeError):
+        b.build({"out": x if which == "input" else c})
+    # the failed build did not consume the builder
+    assert b.build({"out": b.relu(x)}).outputs
+
+
+def test_build_rejects_bad_outputs() -> None:
+    b, x, c = _small_graph()
+    out = b.add(x, c)
+    with pytest.raises(WebNNTypeError):
+        b.build({})
+    with pytest.raises(WebNNTypeError):
+        b.build({"": out})
+    other = GraphBuilder()
+    with pytest.raises(WebNNTypeError):
+        b.build({"o": other.relu(other.input("x", desc(1)))})
+
+
+def test_build_prunes_unused_operations_and_inputs() -> None:
+    b = GraphBuilder()
+    x = b.input("x", desc(2, 3))
+    unused_in = b.input("unused", desc(4))
+    c = b.constant(desc(2, 3), np.ones(6, np.float32))
+    dead_const = b.constant(desc(4), np.ones(4, np.float32))
+    b.mul(unused_in, dead_const)  # dead branch
+    keep = b.add(x, c)
+    b.relu(keep)  # consumer of a kept value, itself unused
+    out = b.sigmoid(keep)
+    g = b.build({"out": out})
+    assert [op.op for op in g.operations] == ["add", "sigmoid"]
+    assert set(g.inputs) == {"x"}
+    assert set(g.constants) == {c.id}
+    exe = prepare(g)
+    res = exe.run({"x": np.zeros((2, 3), np.float32)})
+    np.testing.assert_allclose(res["out"], np.full((2, 3), 1 / (1 + np.exp(-1)), np.float32), rtol=1e-6)
+
+
+def test_pruning_keeps_every_output_of_a_multi_output_op() -> None:
+    b = GraphBuilder()
+    x = b.input("x", desc(4, 2))
+    first, second = b.split(x, 2)
+    g = b.build({"first": first})
+    (split_op,) = g.operations
+    assert split_op.op == "split" and len(split_op.outputs) == 2
+    assert all(i in g.operands for i in split_op.outputs)
+    assert prepare(g).run({"x": np.arange(8, dtype=np.float32).reshape(4, 2)})["first"].shape == (2, 2)
+
+
+# -------------------------------------------------------------------------------- JSON round trip
+
+def _built() -> tuple[object, dict[int, np.ndarray]]:
+    b = GraphBuilder()
+    x = b.input("x", desc(1, 2, 4, 4))
+    w = b.constant(desc(3, 2, 3, 3), np.linspace(-1, 1, 54, dtype=np.float32))
+    bias = b.constant(desc(3), np.array([0.1, -0.2, 0.3], np.float32))
+    y = b.conv2d(x, w, options={"padding": [1, 1, 1, 1], "bias": bias}, label="conv")
+    z = b.reduceMean(b.relu(y), options={"axes": [2, 3], "keepDimensions": True})
+    g = b.build({"z": z, "y": y})
+    return g, dict(g.constants)
+
+
+def test_graph_from_json_round_trip() -> None:
+    g, constants = _built()
+    data = g.to_json()
+    g2 = graph_from_json(data, constants)
+    assert g2.to_json() == data
+    feed = {"x": np.random.default_rng(0).standard_normal((1, 2, 4, 4)).astype(np.float32)}
+    r1, r2 = prepare(g).run(feed), prepare(g2).run(feed)
+    for k in r1:
+        np.testing.assert_array_equal(r1[k], r2[k])
+
+
+def _tamper(data: dict, fn) -> dict:  # type: ignore[type-arg, no-untyped-def]
+    data = copy.deepcopy(data)
+    fn(data)
+    return data
+
+
+def _output_operand(data: dict, name: str) -> dict:  # type: ignore[type-arg]
+    oid = data["outputs"][name]
+    return next(o for o in data["operands"] if o["id"] == oid)
+
+
+@pytest.mark.parametrize("how", [
+    "output shape", "output type", "input shape to an invalid conv", "options", "operator", "operand ref",
+])
+def test_graph_from_json_rejects_tampering(how: str) -> None:
+    g, constants = _built()
+    data = g.to_json()
+
+    def change(d: dict) -> None:  # type: ignore[type-arg]
+        if how == "output shape":
+            _output_operand(d, "y")["shape"] = [1, 3, 4, 5]
+        elif how == "output type":
+            _output_operand(d, "y")["dataType"] = "float16"
+        elif how == "input shape to an invalid conv":
+            next(o for o in d["operands"] if o["kind"] == "input")["shape"] = [1, 5, 4, 4]
+        elif how == "options":
+            d["operations"][0]["options"]["padding"] = [1, 1]
+        elif how == "operator":
+            d["operations"][1]["op"] = "noSuchOp"
+        elif how == "operand ref":
+            d["operations"][0]["operands"]["filter"] = d["operations"][0]["operands"]["input"]
+
+    tampered = _tamper(data, change)
+    with pytest.raises(WebNNTypeError):
+        graph_from_json(tampered, constants)
