@@ -12,7 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from py_core.builder import GraphBuilder
+from py_core.builder import GraphBuilder, graph_from_json
 from py_core.errors import WebNNTypeError
 from py_core.runtime.executor import prepare
 from py_core.spec import OPS
@@ -376,3 +376,15 @@ def test_support_limits_rows():
     assert [p.name for p in OPS["softmax"].params] == ["input", "axis"]
     assert OPS["softmax"].param("axis").required
     assert OPS["elu"].param("alpha").default == 1.0 and OPS["leakyRelu"].param("alpha").default == 0.01
+
+
+def test_serialized_graph_revalidates_to_the_same_options():
+    """Filled-in and cast options are fixed points: the worker's re-validation reproduces them exactly."""
+    b = GraphBuilder()
+    x = b.input("x", {"dataType": "float16", "shape": [2, 3]})
+    u = b.input("u", {"dataType": "uint64", "shape": [2]})
+    outs = {"a": b.clamp(x, maxValue=3), "b": b.clamp(u, minValue=-5.5), "c": b.softmax(x, 1),
+            "d": b.hardSigmoid(x, alpha=0.3), "e": b.elu(x), "f": b.prelu(x, b.input("s", ("float16", [3])))}
+    g = b.build(outs)
+    g2 = graph_from_json(json.loads(json.dumps(g.to_json())))
+    assert [op.options for op in g2.operations] == [op.options for op in g.operations]
