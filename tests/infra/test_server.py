@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import importlib.util
 import io
 import json
 import os
@@ -226,11 +225,14 @@ def test_real_core_wheel_installs_with_pip(tmp_path: Path) -> None:
         str(path),
     ]
     subprocess.run(cmd, check=True)
-    sys.path.insert(0, str(target))
-    try:
-        spec = importlib.util.find_spec("py_core")
-    finally:
-        sys.path.remove(str(target))
-    # find_spec only locates the package: importing it would test py_core's own code, not the wheel.
-    assert spec is not None and spec.origin == str(target / "py_core" / "__init__.py")
+    # A fresh interpreter (py_core may already be imported here) that only locates the package:
+    # importing it would test py_core's own code, not the wheel.
+    probe = (
+        f"import sys, importlib.util; sys.path.insert(0, {str(target)!r}); "
+        "print(importlib.util.find_spec('py_core').origin)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == str(target / "py_core" / "__init__.py")
     assert (target / "py_core-0.1.0.dist-info" / "RECORD").is_file()
