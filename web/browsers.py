@@ -1,0 +1,96 @@
+"""Launch settings for real browsers: the system Chromium / Firefox ESR offline, or Playwright's own builds.
+
+Used by the browser tests, the comparison bench and the scripts, so every launch is configured alike.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+CHROMIUM_PATHS = ("/usr/lib/chromium/chromium", "/usr/bin/chromium", "/usr/bin/chromium-browser")
+FIREFOX_PATHS = ("/usr/bin/firefox-esr", "/usr/lib/firefox-esr/firefox-esr", "/usr/bin/firefox")
+
+# Keep the browser on this machine: no name resolution except loopback, no background traffic.
+CHROMIUM_OFFLINE_ARGS = [
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-pings",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+NATIVE_WEBNN_FEATURE = "WebMachineLearningNeuralNetwork"
+
+FIREFOX_OFFLINE_PREFS: dict[str, Any] = {
+    "services.settings.server": "data:,#dummy/v1",
+    "network.trr.mode": 5,
+    "browser.safebrowsing.malware.enabled": False,
+    "browser.safebrowsing.phishing.enabled": False,
+    "datareporting.healthreport.uploadEnabled": False,
+    "datareporting.policy.dataSubmissionEnabled": False,
+    "toolkit.telemetry.enabled": False,
+    "app.update.enabled": False,
+    "app.normandy.enabled": False,
+    "network.captive-portal-service.enabled": False,
+    "network.connectivity-service.enabled": False,
+}
+
+
+def _first(paths: tuple[str, ...], env: str) -> str | None:
+    override = os.environ.get(env)
+    if override:
+        return override
+    for p in paths:
+        if Path(p).exists():
+            return p
+    return None
+
+
+def system_browser(name: str) -> str | None:
+    """Path of the system browser for a Playwright browser name, or None to use Playwright's own build.
+
+    PYODIDE_WEBNN_BROWSERS=playwright forces the builds `playwright install` downloads."""
+    if os.environ.get("PYODIDE_WEBNN_BROWSERS") == "playwright":
+        return None
+    if name == "chromium":
+        return _first(CHROMIUM_PATHS, "PYODIDE_WEBNN_CHROMIUM")
+    if name == "firefox":
+        return _first(FIREFOX_PATHS, "PYODIDE_WEBNN_FIREFOX")
+    return None
+
+
+def launch_args(name: str, *, native_webnn: bool = False, extra_features: list[str] | None = None,
+                base: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Keyword arguments for `BrowserType.launch()`; `base` (e.g. pytest-playwright's) is kept and extended."""
+    kw: dict[str, Any] = dict(base or {})
+    exe = system_browser(name)
+    if name == "chromium":
+        args = list(kw.get("args", [])) + CHROMIUM_OFFLINE_ARGS
+        features = list(extra_features or [])
+        if native_webnn:
+            features.append(NATIVE_WEBNN_FEATURE)
+        if features:
+            # Chromium keeps only the last --enable-features switch: pass one combined list
+            args = [a for a in args if not a.startswith("--enable-features=")]
+            args.append("--enable-features=" + ",".join(features))
+        if os.geteuid() == 0:
+            kw["chromium_sandbox"] = False
+        kw["args"] = args
+        if exe:
+            kw["executable_path"] = exe
+    elif name == "firefox":
+        if exe:
+            # stock Firefox speaks WebDriver BiDi, not Playwright's juggler protocol
+            kw["executable_path"] = exe
+            kw["channel"] = "moz-firefox"
+        prefs = dict(FIREFOX_OFFLINE_PREFS)
+        prefs.update(kw.get("firefox_user_prefs", {}))
+        kw["firefox_user_prefs"] = prefs
+        env = dict(os.environ)
+        env.update(kw.get("env") or {})
+        env["MOZ_DISABLE_NONLOCAL_CONNECTIONS"] = "1"
+        kw["env"] = env
+    return kw
