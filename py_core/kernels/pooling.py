@@ -1,7 +1,123 @@
-"""pooling kernels (NumPy).  https://www.w3.org/TR/webnn/#api-mlgraphbuilder"""
+"""averagePool2d, l2Pool2d, maxPool2d and resample2d kernels (NumPy): one pass per window tap.
+https://www.w3.org/TR/webnn/#api-mlgraphbuilder-pool2d"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-KERNELS: dict[str, Callable[..., object]] = {}
+import numpy as np
+
+from py_core.kernels.common import wide_type
+from py_core.kernels.convolution import from_nhwc, pad_nhwc, to_nhwc, window_taps
+
+
+def _valid_counts(size: int, out: int, window: int, pad_begin: int, stride: int, dilation: int) -> np.ndarray:
+    """For each output position along one axis: how many of its window taps fall inside the input."""
+    pos = np.arange(out)[:, None] * stride - pad_begin + np.arange(window)[None, :] * dilation
+    return ((pos >= 0) & (pos < size)).sum(axis=1)
+
+
+def _pool(kind: str, input: np.ndarray, windowDimensions: Sequence[int], padding: Sequence[int],
+          strides: Sequence[int], dilations: Sequence[int], layout: str,
+          outputSizes: Sequence[int]) -> np.ndarray:
+    x = to_nhwc(input, layout)
+    n, h, w, c = x.shape
+    (kh, kw), (oh, ow) = windowDimensions, outputSizes
+    top, bottom, left, right = padding
+    # max is exact in the input's own type; sums (average, L2) accumulate float16 in float32, round once
+    dtype = input.dtype if kind == "max" else wide_type(input.dtype)
+    if (kh, kw, oh, ow) == (h, w, 1, 1) and not any(padding):
+        # global pooling: one reduction over the spatial axes (pairwise summation)
+        if kind == "max":
+            acc = x.max(axis=(1, 2), keepdims=True)
+        elif kind == "average":
+            acc = x.mean(axis=(1, 2), keepdims=True, dtype=dtype)
+        else:
+            xw = x.astype(dtype, copy=False)
+            acc = np.sqrt((xw * xw).sum(axis=(1, 2), keepdims=True))
+        return from_nhwc(acc, layout, input.dtype)
+    # ceil rounding (or outputSizes) may slide the last windows past the end padding: pad as far as they read
+    bottom = max(bottom, (oh - 1) * strides[0] + (kh - 1) * dilations[0] + 1 - h - top)
+    right = max(right, (ow - 1) * strides[1] + (kw - 1) * dilations[1] + 1 - w - left)
+    if kind == "max":
+        # padding never wins a max: -inf (or the type's minimum), also the result of an all-padding window
+        fill = -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+    else:
+        fill = 0
+    xp = pad_nhwc(x, (top, bottom, left, right), dtype, fill)
+    acc = None
+    for _, _, tap in window_taps(xp, (kh, kw), (oh, ow), strides, dilations):
+        if kind == "l2":
+            tap = tap * tap
+        if acc is None:
+            acc = tap.copy()
+        elif kind == "max":
+            np.maximum(acc, tap, out=acc)  # propagates NaN
+        else:
+            acc += tap
+    assert acc is not None
+    if kind == "average":
+        # the average excludes padding (and anything past the input) from the count, as WPT expects;
+        # an all-padding window averages to 0 rather than 0/0
+        count = np.outer(_valid_counts(h, oh, kh, top, strides[0], dilations[0]),
+                         _valid_counts(w, ow, kw, left, strides[1], dilations[1]))
+        acc /= np.maximum(count, 1).astype(dtype)[None, :, :, None]
+    elif kind == "l2":
+        np.sqrt(acc, out=acc)
+    return from_nhwc(acc, layout, input.dtype)
+
+
+def _pool_kernel(kind: str) -> Callable[..., np.ndarray]:
+    def kernel(input: np.ndarray, roundingType: str = "floor", **options: object) -> np.ndarray:
+        return _pool(kind, input, **options)  # type: ignore[arg-type]
+
+    kernel.__name__ = f"{kind}_pool2d"
+    kernel.__doc__ = f"{kind}Pool2d.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-pool2d-{kind}"
+    return kernel
+
+
+def _source_nearest(in_size: int, out_size: int) -> np.ndarray:
+    """nearest-neighbor sources: ceil(clamp((o + 0.5) / scale - 0.5, 0, in - 1) - 0.5), scale = out / in."""
+    o = np.arange(out_size, dtype=np.int64)
+    # exact rational arithmetic: ceil(((2o + 1) * in - 2 * out) / (2 * out)), so ties round down as specified
+    num = (2 * o + 1) * in_size - 2 * out_size
+    return np.clip(-(-num // (2 * out_size)), 0, in_size - 1)
+
+
+def _source_linear(in_size: int, out_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """linear: the two source indices and the weight of the upper one, per output coordinate."""
+    o = np.arange(out_size, dtype=np.int64)
+    # (o + 0.5) * in / out - 0.5, formed exactly in integers and divided once in float64
+    coord = np.clip(((2 * o + 1) * in_size - out_size) / (2.0 * out_size), 0, in_size - 1)
+    lo = np.floor(coord)
+    return lo.astype(np.int64), np.ceil(coord).astype(np.int64), coord - lo
+
+
+def resample2d(input: np.ndarray, *, mode: str, sizes: Sequence[int], axes: Sequence[int],
+               scales: Sequence[float] = ()) -> np.ndarray:
+    """resample2d: half-pixel nearest-neighbor or bilinear resampling along two axes.
+    https://www.w3.org/TR/webnn/#api-mlgraphbuilder-resample2d-method"""
+    # interpolate float16 in float32, round once; nearest-neighbor only copies values
+    x = input if mode == "nearest-neighbor" else input.astype(wide_type(input.dtype), copy=False)
+    for axis, out_size in zip(axes, sizes, strict=True):
+        in_size = x.shape[axis]
+        if in_size == out_size:
+            continue  # scale 1 samples every input coordinate exactly, in both modes
+        if mode == "nearest-neighbor":
+            x = x.take(_source_nearest(in_size, out_size), axis=axis)
+        else:
+            lo, hi, t = _source_linear(in_size, out_size)
+            shape = [1] * x.ndim
+            shape[axis] = out_size
+            tw = t.astype(x.dtype).reshape(shape)
+            # separable bilinear: along the first axis, then the second (the spec's vy0/vy1 blend)
+            x = x.take(lo, axis=axis) * (1 - tw) + x.take(hi, axis=axis) * tw
+    return np.ascontiguousarray(x, dtype=input.dtype)
+
+
+KERNELS: dict[str, Callable[..., object]] = {
+    "averagePool2d": _pool_kernel("average"),
+    "l2Pool2d": _pool_kernel("l2"),
+    "maxPool2d": _pool_kernel("max"),
+    "resample2d": resample2d,
+}
