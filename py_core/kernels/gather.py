@@ -15,11 +15,14 @@ from py_core.kernels.shape import contiguous
 
 
 def _normalize(indices: np.ndarray, size: int | np.ndarray) -> np.ndarray:
-    """Wrap negative indices once, then clamp into [0, size - 1]; int64 holds every index type exactly."""
+    """Wrap negative indices once, then clamp into [0, size - 1].
+
+    Computed in int64, which holds every index type exactly, then returned as intp: NumPy indexes with intp,
+    which is int32 on wasm32 (Pyodide) and refuses an int64 index array there; clamped indices always fit."""
     idx = indices.astype(np.int64)
     size = np.asarray(size, dtype=np.int64)
     idx = np.where(idx < 0, idx + size, idx)  # idx + size cannot overflow where idx < 0
-    return np.clip(idx, 0, size - 1)
+    return np.asarray(np.clip(idx, 0, size - 1)).astype(np.intp)
 
 
 def gather(input: np.ndarray, indices: np.ndarray, axis: int) -> np.ndarray:
