@@ -72,9 +72,15 @@ def conv2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None = None
     elif cg == 1:
         # depthwise (one input channel per group): per-tap multiply-adds, no product needed
         wd = w.reshape(kh, kw, groups, og)
-        acc = np.zeros((n, oh, ow, groups, og), dtype=wide)
+        acc = tmp = None
         for i, j, tap in taps:
-            acc += tap[..., None] * wd[i, j]
+            if acc is None:
+                acc = tap[..., None] * wd[i, j]
+                tmp = np.empty_like(acc)
+            else:  # in place: no temporary per tap
+                np.multiply(tap[..., None], wd[i, j], out=tmp)
+                acc += tmp
+        assert acc is not None
         out = acc.reshape(m, o)
     else:
         # grouped: im2col once, one product per group

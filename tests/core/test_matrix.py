@@ -13,6 +13,7 @@ import pytest
 import torch
 from onnx import TensorProto, helper
 
+import py_core.kernels.matrix as matrix_kernels
 from py_core.builder import GraphBuilder
 from py_core.errors import WebNNTypeError
 from py_core.runtime.executor import check_inputs, prepare
@@ -75,6 +76,31 @@ def test_matmul_special_values():
     with np.errstate(all="ignore"):
         ref = (a.astype(np.float64) @ b.astype(np.float64)).astype(F32)
     np.testing.assert_array_equal(got, ref)  # inf * 0 = NaN, overflow to inf like float32 would
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_einsum_product_path(seed, monkeypatch):
+    """The einsum product Pyodide uses gives what the BLAS path gives, for matmul, gemm and convolutions."""
+    rng = np.random.default_rng(seed)
+    dtype = F16 if seed % 2 else F32
+    a = rng.uniform(-2, 2, (3, 5, 7)).astype(dtype)
+    b = rng.uniform(-2, 2, (7, 4)).astype(dtype)
+    x = rng.uniform(-2, 2, (1, 4, 6, 6)).astype(dtype)
+    w = rng.uniform(-1, 1, (4, 2, 3, 3)).astype(dtype)
+    cases = [("matmul", {"a": a, "b": b}, {}),
+             ("matmul", {"a": a, "b": a.transpose(0, 2, 1).copy()}, {}),
+             ("gemm", {"a": a[0], "b": b, "c": b[0]}, {"alpha": 0.5, "beta": 2.0}),
+             ("conv2d", {"input": x, "filter": w}, {"groups": 2, "padding": [1, 1, 1, 1]}),
+             ("conv2d", {"input": x, "filter": w.reshape(4, 2, 9)[:, :1].reshape(4, 1, 3, 3)}, {"groups": 4}),
+             ("convTranspose2d", {"input": x, "filter": w}, {"strides": [2, 2]})]
+    want = [run(op, arrays, **options) for op, arrays, options in cases]
+    monkeypatch.setattr(matrix_kernels, "_USE_EINSUM", True)
+    for (op, arrays, options), expected in zip(cases, want, strict=True):
+        got = run(op, arrays, **options)
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        rtol = 2e-3 if dtype == F16 else 1e-5
+        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64), rtol=rtol, atol=1e-5,
+                                   err_msg=op)
 
 
 def onnx_gemm(a, b, c, alpha, beta, ta, tb) -> np.ndarray:
