@@ -229,4 +229,4 @@ def test_indices_are_intp_for_wasm32():
     """Pyodide's NumPy (wasm32) indexes with int32 intp and refuses int64 index arrays: kernels convert."""
     from py_core.kernels.gather import _normalize
     for itype in INDEX_TYPES:
-        assert _normalize(np.array([-1, 5], itype), 3).dtype == np.intp
+        assert _normalize(np.array([-1, 5]).astype(itype), 3).dtype == np.intp
