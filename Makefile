@@ -14,6 +14,10 @@ PYTEST_ARGS ?=
 
 POLYFILL_SRC := $(shell find polyfill/src -type f -name '*.js' 2>/dev/null)
 DIST := polyfill/dist
+# The JS builder methods come from the core's spec table: regenerate them before bundling.
+GEN_SCRIPT := scripts/gen_op_table.py
+GEN_OPS  := $(if $(wildcard $(GEN_SCRIPT)),polyfill/src/generated/ops.json)
+SPEC_SRC := $(shell find py_core/spec py_core/types.py -name '*.py' 2>/dev/null)
 
 .PHONY: setup venv node assets browsers build run test lint clean help
 
@@ -49,22 +53,27 @@ assets: $(STAMP)
 browsers: $(STAMP)
 	bash scripts/setup_browsers.sh
 
-build: node
+build: node venv
 	@if [ ! -f polyfill/src/index.js ]; then \
 	  echo "build: polyfill/src/index.js does not exist yet; skipping the polyfill bundle"; \
 	else \
 	  $(MAKE) --no-print-directory $(DIST)/webnn-polyfill.js $(DIST)/webnn-worker.js; \
 	fi
 
-$(DIST)/webnn-polyfill.js: $(POLYFILL_SRC) $(NODE_STAMP)
+$(DIST)/webnn-polyfill.js: $(POLYFILL_SRC) $(GEN_OPS) $(NODE_STAMP)
 	$(ESBUILD) polyfill/src/index.js --bundle --format=iife --sourcemap --outfile=$@
 
-$(DIST)/webnn-worker.js: $(POLYFILL_SRC) $(NODE_STAMP)
+$(DIST)/webnn-worker.js: $(POLYFILL_SRC) $(GEN_OPS) $(NODE_STAMP)
 	@if [ -f polyfill/src/worker.js ]; then \
 	  $(ESBUILD) polyfill/src/worker.js --bundle --format=esm --sourcemap --outfile=$@; \
 	else \
 	  echo "build: polyfill/src/worker.js does not exist yet; skipping the worker bundle"; \
 	fi
+
+# gen_op_table.py rewrites the file only when its content changes; touch it so make sees it as current.
+polyfill/src/generated/ops.json: $(GEN_SCRIPT) $(SPEC_SRC) | $(STAMP)
+	$(PY) $(GEN_SCRIPT)
+	@touch $@
 
 run: setup build
 	$(PY) -m web --host $(HOST) --port $(PORT)
