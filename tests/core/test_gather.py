@@ -14,9 +14,9 @@ from py_core.errors import WebNNTypeError
 from py_core.runtime.executor import prepare
 
 try:  # shared helpers: the test modules are not a package unless someone makes them one
-    from test_shape import DTYPES, assert_same, rand, run, run_wpt_case, wpt_cases
+    from test_shape import DTYPES, assert_same, check_wpt_case, rand, run, wpt_cases
 except ImportError:  # pragma: no cover
-    from tests.core.test_shape import DTYPES, assert_same, rand, run, run_wpt_case, wpt_cases
+    from tests.core.test_shape import DTYPES, assert_same, check_wpt_case, rand, run, wpt_cases
 
 INDEX_TYPES = ["int32", "uint32", "int64"]
 CASES = [(dt, it, seed) for dt in DTYPES for it in INDEX_TYPES for seed in range(2)]
@@ -222,7 +222,7 @@ def test_validation_errors(op, descs, call, fragment):
 
 @pytest.mark.parametrize("case", wpt_cases("gather"))
 def test_wpt_vectors(case):
-    run_wpt_case(case)
+    check_wpt_case(case)
 
 
 def test_indices_are_intp_for_wasm32():
