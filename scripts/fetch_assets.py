@@ -271,7 +271,7 @@ def _locked(target: Path) -> Iterator[None]:
 
 
 def ensure_pyodide_assets(cache_dir: Path | None = None, *, quiet: bool = False) -> Path:
-    """Install (or just verify) the Pyodide core and lock wheels; return the asset dir."""
+    """Install (or just verify) the core and lock wheels under cache_dir (the root); return the asset dir."""
     log = _Log(quiet)
     target = asset_dir(Path(cache_dir) if cache_dir else None)
     target.mkdir(parents=True, exist_ok=True)
