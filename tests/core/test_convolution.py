@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from py_core.builder import GraphBuilder, graph_from_json
-from py_core.errors import WebNNTypeError
+from py_core.errors import OperationError, WebNNTypeError
 from py_core.runtime.executor import check_inputs, prepare
 
 F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
@@ -259,6 +259,9 @@ CONV_ERRORS = [
     ("conv2d", {"input": F32_4D, "filter": F32_FILTER, "bias": {"dataType": "float32", "shape": [4, 1]}}, {},
      "rank 2"),
     ("conv2d", {"input": F32_4D, "filter": F32_FILTER}, {"padding": [2**32, 0, 0, 0]}, "unsigned long"),
+    ("conv2d", {"input": F32_4D, "filter": {"dataType": "float32", "shape": [1, 2, 434983, 2]}},
+     {"dilations": [328442, 1]}, "effective window 142866358045"),
+    ("conv2d", {"input": F32_4D, "filter": F32_FILTER}, {"dilations": [1, 2**32 - 1]}, "width"),
     ("convTranspose2d", {"input": F32_4D, "filter": F32_FILTER}, {}, "input channels (2)"),
     ("convTranspose2d", {"input": F32_4D, "filter": {"dataType": "float32", "shape": [2, 2, 3, 3]}},
      {"outputPadding": [1, 1]}, "smaller than strides"),
@@ -273,7 +276,7 @@ CONV_ERRORS = [
     ("convTranspose2d", {"input": F32_4D, "filter": {"dataType": "float32", "shape": [2, 2, 3, 3]}},
      {"padding": [4, 4, 0, 0]}, "not a valid dimension"),
     ("convTranspose2d", {"input": F32_4D, "filter": {"dataType": "float32", "shape": [2, 2, 3, 3]}},
-     {"groups": 3}, "divisible by groups"),
+     {"groups": 2**32 - 1}, "output channels (2 x groups 4294967295)"),
     ("convTranspose2d", {"input": F32_4D, "filter": {"dataType": "float32", "shape": [2, 2, 3, 3]},
                          "bias": {"dataType": "float32", "shape": [3]}}, {}, "bias shape [3]"),
     ("convTranspose2d", {"input": F32_4D, "filter": {"dataType": "float32", "shape": [2, 2, 3, 3]}},
@@ -291,6 +294,18 @@ def test_validation_errors(op, descs, options, fragment):
     assert fragment in str(err.value), str(err.value)
 
 
+def test_conv_transpose2d_groups_not_dividing_input_channels():
+    """WPT validation builds input channels 1 with groups 3; computing it has no defined result."""
+    b = GraphBuilder()
+    x = b.input("x", {"dataType": "float32", "shape": [1, 1, 5, 5]})
+    f = b.input("f", {"dataType": "float32", "shape": [1, 1, 3, 3]})
+    y = b.convTranspose2d(x, f, padding=[1, 1, 1, 1], groups=3)
+    assert y.shape == [1, 3, 5, 5]
+    exe = prepare(b.build({"y": y}))
+    with pytest.raises(OperationError, match="not divisible by groups"):
+        exe.run({"x": np.ones((1, 1, 5, 5), F32), "f": np.ones((1, 1, 3, 3), F32)})
+
+
 def test_valid_shapes_from_the_spec():
     b = GraphBuilder()
     x = b.input("x", {"dataType": "float16", "shape": [1, 7, 7, 8]})
@@ -300,3 +315,13 @@ def test_valid_shapes_from_the_spec():
     t = b.input("t", {"dataType": "float16", "shape": [4, 3, 3, 8]})
     y = b.convTranspose2d(x, t, groups=2, inputLayout="nhwc", filterLayout="ohwi", strides=[2, 2])
     assert y.shape == [1, 15, 15, 8]
+    # WPT validation: outputPadding is ignored (even >= strides) when outputSizes is given
+    i = b.input("i", {"dataType": "float32", "shape": [1, 1, 3, 3]})
+    k = b.input("k", {"dataType": "float32", "shape": [1, 2, 3, 3]})
+    assert b.convTranspose2d(i, k, outputPadding=[3, 3], strides=[3, 2], outputSizes=[10, 8]).shape == \
+        [1, 2, 10, 8]
+    assert b.convTranspose2d(i, k, strides=[3, 2], outputPadding=[1, 1]).shape == [1, 2, 10, 8]
+    big = b.input("big", {"dataType": "float32", "shape": [1, 65, 65, 1]})
+    dil = b.input("dil", {"dataType": "float32", "shape": [1, 3, 3, 1]})
+    y = b.conv2d(big, dil, inputLayout="nhwc", filterLayout="ihwo", dilations=[4, 4])
+    assert y.shape == [1, 57, 57, 1]
