@@ -1,0 +1,411 @@
+"""TFLite importer: walk a .tflite flatbuffer and emit WebNN builder calls, weights as constants.
+https://www.w3.org/TR/webnn/#api-mlgraphbuilder
+
+The model is read with the `tflite` package (pure Python over `flatbuffers`, so it also runs inside
+Pyodide).  Each TFLite operator is mapped by one function in `tflite_ops.py`; weight-only operators
+(DEQUANTIZE of float16/int8 constants, DENSIFY of sparse constants) are folded here at load time, so the
+emitted graph holds plain float32 constants.  Tensors stay NHWC: convolutions and pooling use WebNN's
+`inputLayout: "nhwc"` with the filters in the layouts TFLite stores them in (`ohwi`, `ihwo`).
+
+The builder interface
+---------------------
+The loader never imports a builder: it emits through any object with these four methods, so the same walk
+drives `py_core.builder.GraphBuilder` in CPython (`GraphBuilderAdapter` below), the page's `navigator.ml`
+builder from Pyodide (a thin JS proxy adapter), or a native WebNN implementation.
+
+- `input(name: str, desc: dict) -> operand`
+- `constant(desc: dict, data: numpy.ndarray) -> operand`: `data` is C-contiguous, of `desc`'s type and
+  shape, and may be a view of the model file's buffer (copy it if you keep it past the call).
+- `op(name: str, *args, **options) -> operand | list[operand]`: one MLGraphBuilder method call.  `name` is the
+  spec's method name (`"conv2d"`, `"resample2d"`); `args` are its positional arguments in IDL order: operands,
+  sequences of operands, numbers or lists of numbers (`reshape(x, [1, 4])`, `concat([a, b], 3)`);
+  `options` is the options dictionary with the spec's camelCase member names, whose values are operands,
+  numbers, booleans, strings or lists of numbers.  Every call carries `label` (the TFLite output tensor's
+  name), a member of MLOperatorOptions.
+- `build(outputs: dict[str, operand]) -> graph`: whatever the builder returns (a JS adapter may return a
+  promise: `build_tflite` hands it back unchanged).
+
+`desc` is always `{"dataType": <MLOperandDataType>, "shape": [<int>, ...]}`.  Operand handles are opaque to
+the loader: shapes come from the TFLite tensors, never from the builder.
+
+Entry points: `read_tflite(path_or_bytes)` parses a model, `TFLiteModel.emit(builder)` walks it,
+`build_tflite(source, builder)` does both and builds.  `py_core.loaders` adds the CPython side:
+`GraphBuilderAdapter`, `load_graph(path)` and `run_model(path, *inputs)`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import tflite
+
+from py_core.errors import NotSupportedError
+from py_core.loaders.tflite_sparse import Level, densify
+
+# TensorType -> (NumPy dtype of stored data, MLOperandDataType or None when WebNN has no such type)
+TENSOR_TYPES: dict[int, tuple[str, str | None]] = {
+    0: ("float32", "float32"), 1: ("float16", "float16"), 2: ("int32", "int32"), 3: ("uint8", "uint8"),
+    4: ("int64", "int64"), 6: ("bool", "uint8"), 7: ("int16", None), 9: ("int8", "int8"),
+    10: ("float64", None), 12: ("uint64", "uint64"), 15: ("uint32", "uint32"), 16: ("uint16", None),
+}
+CUSTOM = 32
+
+
+def _enum_names(cls: type) -> dict[int, str]:
+    return {v: k for k, v in vars(cls).items() if not k.startswith("_")}
+
+
+BUILTIN_NAMES = _enum_names(tflite.BuiltinOperator)
+OPTIONS_CLASSES = _enum_names(tflite.BuiltinOptions)
+
+
+@dataclass
+class Tensor:
+    """One TFLite tensor: static shape, types, and for constants the stored (still encoded) data."""
+
+    index: int
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    webnn_type: str | None
+    data: np.ndarray | None = None
+    quantization: tuple[np.ndarray, np.ndarray, int] | None = None  # scale, zero point, axis
+    sparsity: Any = None
+
+    @property
+    def desc(self) -> dict[str, Any]:
+        return {"dataType": self.webnn_type, "shape": list(self.shape)}
+
+
+@dataclass
+class Operator:
+    """One TFLite operator: its name (builtin or custom code), tensor indices and decoded options."""
+
+    index: int
+    name: str
+    inputs: list[int]
+    outputs: list[int]
+    options: Any = None
+    custom_options: bytes = b""
+
+
+@dataclass
+class TFLiteModel:
+    """A parsed .tflite model (main subgraph): tensors, operators in execution order, inputs and outputs."""
+
+    tensors: list[Tensor]
+    operators: list[Operator]
+    inputs: list[int]
+    outputs: list[int]
+    source: str = "<bytes>"
+
+    def emit(self, builder: Any) -> dict[str, Any]:
+        """Walk every operator through `builder`; the model's output operands by tensor name.
+
+        Raises one NotSupportedError naming every operator that cannot be mapped (and where it sits)."""
+        return Emitter(self, builder).run()
+
+    @property
+    def input_names(self) -> list[str]:
+        return [self.tensors[i].name for i in self.inputs]
+
+    @property
+    def output_names(self) -> list[str]:
+        return [self.tensors[i].name for i in self.outputs]
+
+
+# --------------------------------------------------------------------------------------------------- reading
+
+
+def _vector(union: Any, union_type: int) -> np.ndarray:
+    """A SparseIndexVector union (Int32Vector=1, Uint16Vector=2, Uint8Vector=3) as an int64 array."""
+    cls = {1: tflite.Int32Vector, 2: tflite.Uint16Vector, 3: tflite.Uint8Vector}.get(union_type)
+    if cls is None or union is None:
+        raise NotSupportedError(f"sparsity: index vector type {union_type} is not known")
+    v = cls()
+    v.Init(union.Bytes, union.Pos)
+    return v.ValuesAsNumpy().astype(np.int64) if v.ValuesLength() else np.zeros(0, np.int64)
+
+
+def _sparsity(sp: Any) -> tuple[list[int], list[int], list[Level]]:
+    traversal = [int(x) for x in sp.TraversalOrderAsNumpy()] if sp.TraversalOrderLength() else []
+    block_map = [int(x) for x in sp.BlockMapAsNumpy()] if sp.BlockMapLength() else []
+    levels = []
+    for k in range(sp.DimMetadataLength()):
+        d = sp.DimMetadata(k)
+        if d.Format() == 0:
+            levels.append(Level(0, d.DenseSize()))
+        else:
+            levels.append(Level(1, 0, _vector(d.ArraySegments(), d.ArraySegmentsType()),
+                                _vector(d.ArrayIndices(), d.ArrayIndicesType())))
+    return traversal, block_map, levels
+
+
+def _options(op: Any, name: str) -> Any:
+    """The operator's builtin options table, decoded into its generated class (None when absent)."""
+    table = op.BuiltinOptions()
+    cls_name = OPTIONS_CLASSES.get(op.BuiltinOptionsType())
+    if table is None or not cls_name or cls_name == "NONE":
+        return None
+    opts = getattr(tflite, cls_name)()
+    opts.Init(table.Bytes, table.Pos)
+    return opts
+
+
+def read_tflite(source: str | os.PathLike[str] | bytes | bytearray | memoryview) -> TFLiteModel:
+    """Parse a .tflite file (a path or its bytes) into tensors and operators; weights stay encoded."""
+    if isinstance(source, (str, os.PathLike)):
+        name = os.fspath(source)
+        with open(name, "rb") as f:
+            buf = f.read()
+    else:
+        name, buf = "<bytes>", bytes(source)
+    model = tflite.Model.GetRootAsModel(buf, 0)
+    if model.SubgraphsLength() < 1:
+        raise NotSupportedError(f"{name}: the model has no subgraph")
+    g = model.Subgraphs(0)
+    raw = np.frombuffer(buf, dtype=np.uint8)
+    tensors = []
+    for i in range(g.TensorsLength()):
+        t = g.Tensors(i)
+        dtype, webnn_type = TENSOR_TYPES.get(t.Type(), (f"tensor type {t.Type()}", None))
+        shape = tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
+        tensor = Tensor(i, t.Name().decode("utf-8", "replace"), shape, dtype, webnn_type)
+        b = model.Buffers(t.Buffer())
+        if b is not None and b.Offset() > 1:  # large models keep buffers after the flatbuffer
+            tensor.data = raw[b.Offset():b.Offset() + b.Size()]
+        elif b is not None and b.DataLength():
+            tensor.data = b.DataAsNumpy()
+        q = t.Quantization()
+        if q is not None and q.ScaleLength():
+            zp = q.ZeroPointAsNumpy() if q.ZeroPointLength() else np.zeros(q.ScaleLength(), np.int64)
+            tensor.quantization = (q.ScaleAsNumpy().astype(np.float32), zp.astype(np.int64),
+                                   q.QuantizedDimension())
+        if t.Sparsity() is not None:
+            tensor.sparsity = _sparsity(t.Sparsity())
+        tensors.append(tensor)
+    operators = []
+    for i in range(g.OperatorsLength()):
+        op = g.Operators(i)
+        code = model.OperatorCodes(op.OpcodeIndex())
+        builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
+        if builtin == CUSTOM:
+            op_name = (code.CustomCode() or b"").decode("utf-8", "replace")
+        else:
+            op_name = BUILTIN_NAMES.get(builtin, f"BUILTIN_{builtin}")
+        custom = op.CustomOptionsAsNumpy().tobytes() if op.CustomOptionsLength() else b""
+        ins = [int(x) for x in op.InputsAsNumpy()] if op.InputsLength() else []
+        outs = [int(x) for x in op.OutputsAsNumpy()] if op.OutputsLength() else []
+        operators.append(Operator(i, op_name, ins, outs, _options(op, op_name), custom))
+    ins = [int(x) for x in g.InputsAsNumpy()] if g.InputsLength() else []
+    outs = [int(x) for x in g.OutputsAsNumpy()] if g.OutputsLength() else []
+    return TFLiteModel(tensors, operators, ins, outs, name)
+
+
+def decode_constant(t: Tensor) -> np.ndarray:
+    """A constant tensor's stored data as an array of its own type and shape (dense, still quantized)."""
+    assert t.data is not None
+    values = np.frombuffer(t.data.tobytes() if not t.data.flags.c_contiguous else t.data, dtype=t.dtype)
+    if t.sparsity is not None:
+        return densify(values, t.shape, *t.sparsity)
+    return values.reshape(t.shape)
+
+
+def dequantize(t: Tensor, data: np.ndarray) -> np.ndarray:
+    """DEQUANTIZE at load time: float16 -> float32 exactly; int8/uint8 with scale, zero point -> float32."""
+    if data.dtype == np.float16:
+        return data.astype(np.float32)
+    if t.quantization is None:
+        raise NotSupportedError(f"DEQUANTIZE of {t.dtype} tensor '{t.name}' without quantization parameters")
+    scale, zero_point, axis = t.quantization
+    shape = [1] * data.ndim
+    if scale.size > 1:
+        shape[axis] = scale.size
+    # (q - zero_point) * scale in float32, as TFLite's reference kernel computes it
+    return ((data.astype(np.int64) - zero_point.reshape(shape)).astype(np.float32)
+            * scale.reshape(shape)).astype(np.float32)
+
+
+# --------------------------------------------------------------------------------------------------- emitting
+
+
+@dataclass
+class Emitter:
+    """Walks a model's operators in order, keeping each tensor as a constant array or an emitted operand."""
+
+    model: TFLiteModel
+    builder: Any
+    constants: dict[int, np.ndarray] = field(default_factory=dict)
+    operands: dict[int, Any] = field(default_factory=dict)
+
+    def run(self) -> dict[str, Any]:
+        from py_core.loaders.tflite_ops import CONVERTERS, FOLDED
+
+        model = self.model
+        for i in model.inputs:
+            t = model.tensors[i]
+            if t.webnn_type is None:
+                raise NotSupportedError(f"{model.source}: input '{t.name}' has type {t.dtype}, not a WebNN "
+                                        "type")
+            self.operands[i] = self.builder.input(t.name, t.desc)
+        for t in model.tensors:
+            if t.data is not None and t.index not in self.operands:
+                self.constants[t.index] = decode_constant(t)
+        failures: list[str] = []
+        poisoned: set[int] = set()
+        for op in model.operators:
+            where = f"#{op.index} {op.name} -> '{model.tensors[op.outputs[0]].name}'" if op.outputs else \
+                f"#{op.index} {op.name}"
+            convert = CONVERTERS.get(op.name)
+            folded = FOLDED.get(op.name)
+            if convert is None and folded is None:
+                failures.append(f"{where}: no WebNN mapping for this operator")
+                poisoned.update(op.outputs)
+                continue
+            if any(i in poisoned for i in op.inputs):
+                poisoned.update(op.outputs)  # its input is missing already: reported at the source
+                continue
+            ctx = OpContext(self, op)
+            try:
+                if folded is not None and all(i < 0 or i in self.constants for i in op.inputs):
+                    results = folded(ctx)
+                elif convert is not None:
+                    ctx.check_float()
+                    results = convert(ctx)
+                else:
+                    raise NotSupportedError("only constant (weight) inputs can be folded at load time")
+            except NotSupportedError as e:
+                failures.append(f"{where}: {e}")
+                poisoned.update(op.outputs)
+                continue
+            except Exception as e:
+                e.add_note(f"while mapping TFLite operator {where} of {model.source}")
+                raise
+            results = results if isinstance(results, list) else [results]
+            for out, value in zip(op.outputs, results, strict=True):
+                if isinstance(value, np.ndarray):
+                    self.constants[out] = value
+                else:
+                    self.operands[out] = value
+        if failures:
+            raise NotSupportedError(
+                f"{model.source}: {len(failures)} TFLite operator(s) cannot be mapped to WebNN:\n  "
+                + "\n  ".join(failures))
+        outputs = {}
+        for i in model.outputs:
+            name = model.tensors[i].name
+            if i not in self.operands or i in model.inputs:
+                # a graph output must be an operation's result: pass constants and inputs through identity
+                outputs[name] = self.builder.op("identity", self.operand(i), label=name)
+            else:
+                outputs[name] = self.operands[i]
+        return outputs
+
+    def operand(self, i: int) -> Any:
+        """Tensor i as a builder operand, creating the constant the first time a weight is used."""
+        if i not in self.operands:
+            t = self.model.tensors[i]
+            data = self.constants[i]
+            webnn_type = TENSOR_TYPES.get(_type_code(data.dtype), ("", None))[1]
+            if webnn_type is None:
+                raise NotSupportedError(f"constant '{t.name}' has type {data.dtype}, not a WebNN type")
+            if data.dtype == np.bool_:
+                data = data.astype(np.uint8)
+            self.operands[i] = self.builder.constant({"dataType": webnn_type, "shape": list(data.shape)},
+                                                     np.ascontiguousarray(data))
+        return self.operands[i]
+
+
+def _type_code(dtype: np.dtype) -> int:
+    for code, (name, _) in TENSOR_TYPES.items():
+        if np.dtype(name) == dtype:
+            return code
+    return -1
+
+
+class OpContext:
+    """What a mapping function sees: its operator, input/output tensors and the builder."""
+
+    def __init__(self, emitter: Emitter, op: Operator):
+        self.emitter = emitter
+        self.op = op
+        self.options = op.options
+        tensors = emitter.model.tensors
+        self.label = tensors[op.outputs[0]].name if op.outputs else op.name
+
+    def has(self, k: int) -> bool:
+        """Whether optional input k is present."""
+        return k < len(self.op.inputs) and self.op.inputs[k] >= 0
+
+    def tensor(self, k: int) -> Tensor:
+        return self.emitter.model.tensors[self.op.inputs[k]]
+
+    def out(self, k: int = 0) -> Tensor:
+        return self.emitter.model.tensors[self.op.outputs[k]]
+
+    def shape(self, k: int) -> tuple[int, ...]:
+        """Static shape of input k (a folded constant's own shape when it was folded)."""
+        i = self.op.inputs[k]
+        if i in self.emitter.constants:
+            return tuple(self.emitter.constants[i].shape)
+        return self.emitter.model.tensors[i].shape
+
+    def operand(self, k: int) -> Any:
+        """Input k as a builder operand."""
+        return self.emitter.operand(self.op.inputs[k])
+
+    def is_const(self, k: int) -> bool:
+        return self.op.inputs[k] in self.emitter.constants
+
+    def const(self, k: int) -> np.ndarray:
+        """Input k's constant data; NotSupportedError when it is computed at run time."""
+        i = self.op.inputs[k]
+        if i not in self.emitter.constants:
+            raise NotSupportedError(f"input {k} ('{self.tensor(k).name}') must be a constant")
+        return self.emitter.constants[i]
+
+    def emit(self, name: str, *args: Any, **options: Any) -> Any:
+        """One builder call, labelled with the operator's output tensor name."""
+        return self.emitter.builder.op(name, *args, label=self.label, **options)
+
+    def fused(self, x: Any, act: int) -> Any:
+        """x after a fused activation (tflite.ActivationFunctionType)."""
+        if act == 0:
+            return x
+        if act == 1:
+            return self.emit("relu", x)
+        if act == 2:
+            return self.emit("clamp", x, minValue=-1.0, maxValue=1.0)
+        if act == 3:
+            return self.emit("clamp", x, minValue=0.0, maxValue=6.0)
+        if act == 4:
+            return self.emit("tanh", x)
+        raise NotSupportedError(f"fused activation {act} (SIGN_BIT or unknown) is not supported")
+
+    def constant(self, data: np.ndarray) -> Any:
+        """A new builder constant for data computed while mapping (resize weights, indices)."""
+        code = _type_code(data.dtype)
+        webnn_type = TENSOR_TYPES[code][1]
+        return self.emitter.builder.constant({"dataType": webnn_type, "shape": list(data.shape)},
+                                             np.ascontiguousarray(data))
+
+    def check_float(self) -> None:
+        """Quantized activations (int8/uint8 tensors with scales) have no mapping yet: say so."""
+        tensors = self.emitter.model.tensors
+        for i in [*self.op.inputs, *self.op.outputs]:
+            if i >= 0 and i not in self.emitter.constants and tensors[i].quantization is not None:
+                raise NotSupportedError(f"quantized tensor '{tensors[i].name}' ({tensors[i].dtype}) is not "
+                                        "supported")
+
+
+def build_tflite(source: str | os.PathLike[str] | bytes | TFLiteModel, builder: Any) -> Any:
+    """Read (unless given a parsed model), emit and build: returns `builder.build(outputs)` unchanged."""
+    model = source if isinstance(source, TFLiteModel) else read_tflite(source)
+    return builder.build(model.emit(builder))
+
+
+Converter = Callable[[OpContext], Any]
