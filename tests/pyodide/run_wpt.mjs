@@ -1,0 +1,86 @@
+// Run the WPT conformance runner (py_core.testing.wpt) inside Pyodide under Node and print JSON results.
+//
+//   node tests/pyodide/run_wpt.mjs [--op NAME] [--data DIR] [--assets DIR]
+//
+// The Pyodide core and its NumPy wheel come from the asset cache that `python scripts/fetch_assets.py` fills:
+// $PYODIDE_WEBNN_CACHE/pyodide-0.27.7/ (default ~/.cache/pyodide-webnn/pyodide-0.27.7/), or --assets DIR.
+// The repository is mounted read-only in spirit at /repo with NODEFS; no bytecode is written back to it.
+// stdout carries exactly one JSON document: {"timings", "python", "numpy", "summary", "passed", "results"}.
+
+import { existsSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const PYODIDE_VERSION = "0.27.7";
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, "..", "..");
+
+function parseArgs(argv) {
+  const out = { op: null, data: join(repo, "tests", "data", "wpt"), assets: null };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === "--op") out.op = argv[++i];
+    else if (a === "--data") out.data = resolve(argv[++i]);
+    else if (a === "--assets") out.assets = resolve(argv[++i]);
+    else throw new Error(`unknown argument ${a}`);
+  }
+  return out;
+}
+
+export function assetDir(explicit) {
+  if (explicit) return explicit;
+  const root = process.env.PYODIDE_WEBNN_CACHE || join(homedir(), ".cache", "pyodide-webnn");
+  return join(root, `pyodide-${PYODIDE_VERSION}`);
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const assets = assetDir(args.assets);
+  if (!existsSync(join(assets, "pyodide.mjs"))) {
+    console.error(`Pyodide assets not found in ${assets}: run python scripts/fetch_assets.py`);
+    process.exit(2);
+  }
+  if (!args.data.startsWith(repo)) throw new Error(`--data must be inside the repository (${repo})`);
+  const t0 = performance.now();
+  const { loadPyodide } = await import(pathToFileURL(join(assets, "pyodide.mjs")).href);
+  const log = (s) => process.stderr.write(s + "\n");
+  const pyodide = await loadPyodide({ indexURL: assets + "/", stdout: log, stderr: log });
+  const t1 = performance.now();
+  await pyodide.loadPackage("numpy", { messageCallback: () => {}, errorCallback: log });
+  const t2 = performance.now();
+  pyodide.FS.mkdir("/repo");
+  pyodide.FS.mount(pyodide.FS.filesystems.NODEFS, { root: repo }, "/repo");
+  const dataInRepo = "/repo/" + args.data.slice(repo.length).replace(/^\/+/, "");
+  pyodide.globals.set("WPT_DATA", dataInRepo);
+  pyodide.globals.set("WPT_OP", args.op);
+  const reportJson = await pyodide.runPythonAsync(`
+import sys, json, platform
+sys.dont_write_bytecode = True  # never write __pycache__ into the mounted repository
+sys.path.insert(0, "/repo")
+import numpy
+from py_core.testing import wpt
+_results = wpt.run_dir(WPT_DATA, WPT_OP)
+_ops = wpt.operator_files(WPT_DATA)
+if WPT_OP:
+    _ops = {k: v for k, v in _ops.items() if k == WPT_OP or wpt.snake_to_camel(WPT_OP) == k}
+_report = wpt.report(_results, _ops)
+_report["python"] = platform.python_version()
+_report["numpy"] = numpy.__version__
+json.dumps(_report)
+`);
+  const t3 = performance.now();
+  const report = JSON.parse(reportJson);
+  report.timings = {
+    pyodide_boot_s: +((t1 - t0) / 1000).toFixed(3),
+    numpy_load_s: +((t2 - t1) / 1000).toFixed(3),
+    run_s: +((t3 - t2) / 1000).toFixed(3),
+    total_s: +((t3 - t0) / 1000).toFixed(3),
+  };
+  process.stdout.write(JSON.stringify(report) + "\n");
+}
+
+main().catch((e) => {
+  console.error(e && e.stack ? e.stack : String(e));
+  process.exit(1);
+});

@@ -1,0 +1,71 @@
+"""The WPT conformance runner gives the same pass list inside Pyodide (under Node) as in CPython.
+
+Runs tests/pyodide/run_wpt.mjs: Pyodide 0.27.7 + NumPy 2.0.2 from the asset cache
+($PYODIDE_WEBNN_CACHE/pyodide-0.27.7, filled by `python scripts/fetch_assets.py`), the repository mounted
+with NODEFS, py_core.testing.wpt over tests/data/wpt."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from py_core.testing import wpt
+
+pytestmark = pytest.mark.pyodide
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+DATA = REPO / "tests" / "data" / "wpt"
+RUNNER = HERE / "run_wpt.mjs"
+PYODIDE_VERSION = "0.27.7"
+NUMPY_WHEEL = "numpy-2.0.2-cp312-cp312-pyodide_2024_0_wasm32.whl"
+
+
+def asset_dir() -> Path:
+    root = os.environ.get("PYODIDE_WEBNN_CACHE")
+    base = Path(root).expanduser() if root else Path.home() / ".cache" / "pyodide-webnn"
+    return base / f"pyodide-{PYODIDE_VERSION}"
+
+
+@pytest.fixture(scope="module")
+def pyodide_report() -> dict:  # type: ignore[type-arg]
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the Pyodide conformance run needs Node.js")
+    assets = asset_dir()
+    if not (assets / "pyodide.mjs").is_file() or not (assets / NUMPY_WHEEL).is_file():
+        pytest.skip(f"Pyodide asset cache missing at {assets}: run `python scripts/fetch_assets.py`")
+    proc = subprocess.run([node, str(RUNNER), "--data", str(DATA)], cwd=REPO, capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 0, f"run_wpt.mjs failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
+    report = json.loads(proc.stdout)
+    t = report["timings"]
+    print(f"\nPyodide {report['python']} / NumPy {report['numpy']}: boot {t['pyodide_boot_s']} s, "
+          f"numpy {t['numpy_load_s']} s, {len(report['results'])} cases in {t['run_s']} s, "
+          f"total {t['total_s']} s", file=sys.stderr)
+    return report
+
+
+def test_pyodide_runs_every_case(pyodide_report: dict) -> None:  # type: ignore[type-arg]
+    assert pyodide_report["python"].startswith("3.12")
+    assert pyodide_report["numpy"] == "2.0.2"
+    assert len(pyodide_report["results"]) == len(wpt.load_dir(DATA))
+
+
+def test_pyodide_pass_list_equals_cpython(pyodide_report: dict) -> None:  # type: ignore[type-arg]
+    cpython = wpt.run_dir(DATA)
+    cpython_passed = sorted(r.id for r in cpython if r.status == wpt.PASS)
+    pyodide_passed = pyodide_report["passed"]
+    only_cpython = sorted(set(cpython_passed) - set(pyodide_passed))
+    only_pyodide = sorted(set(pyodide_passed) - set(cpython_passed))
+    by_id = {r["op"] + "/" + r["name"]: r for r in pyodide_report["results"]}
+    detail = [f"{i}: {by_id[i]['status']} {by_id[i]['message']}" for i in only_cpython[:20]]
+    assert not only_cpython and not only_pyodide, (
+        f"passes only in CPython: {len(only_cpython)}, only in Pyodide: {len(only_pyodide)}\n"
+        + "\n".join(detail) + ("\n" + "\n".join(only_pyodide[:20]) if only_pyodide else ""))
