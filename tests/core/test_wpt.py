@@ -84,3 +84,90 @@ def test_tolerance_table_rules() -> None:
     assert not check(["abs"], [1.0000001], [1.0], "float32").ok
     assert check(["log"], [1.0009], [1.0], "float32").ok and not check(["log"], [1.0011], [1.0], "float32").ok
 
+
+
+# ------------------------------------------------------------------------------- the runner itself
+
+def _case(graph: dict) -> wpt.Case:  # type: ignore[type-arg]
+    return wpt.Case("synthetic", "case", graph)
+
+
+def _graph(operators: list, expected: dict, inputs: dict | None = None) -> dict:  # type: ignore[type-arg]
+    base = {
+        "x": {"data": [1.0, -2.0, 3.0, -4.0, 5.0, -6.0],
+              "descriptor": {"shape": [2, 3], "dataType": "float32"}},
+        "w": {"data": [0.5, 0.5, 0.5], "descriptor": {"shape": [3], "dataType": "float32"}, "constant": True},
+    }
+    return {"inputs": inputs or base, "operators": operators, "expectedOutputs": expected}
+
+
+def test_runner_multi_op_graph_with_lists_options_and_multiple_outputs() -> None:
+    graph = _graph(
+        [
+            {"name": "add", "arguments": [{"a": "x"}, {"b": "w"}], "outputs": "s"},
+            {"name": "concat", "arguments": [{"inputs": ["s", "x"]}, {"axis": 0}], "outputs": "c"},
+            {"name": "split", "arguments": [{"input": "c"}, {"splits": 2}], "outputs": ["top", "bottom"]},
+            {"name": "gemm", "outputs": "g",
+             "arguments": [{"a": "top"}, {"b": "bt"}, {"options": {"c": "w", "bTranspose": True}}]},
+        ],
+        {
+            "bottom": {"data": [1.0, -2.0, 3.0, -4.0, 5.0, -6.0],
+                       "descriptor": {"shape": [2, 3], "dataType": "float32"}},
+            "g": {"data": [0.5 + 1.5 - 1.5 + 3.5, 0.5 + 1.5 - 1.5 + 3.5, 0.5 + 1.5 - 1.5 + 3.5,
+                           0.5 - 3.5 + 5.5 - 5.5, 0.5 - 3.5 + 5.5 - 5.5, 0.5 - 3.5 + 5.5 - 5.5],
+                  "descriptor": {"shape": [2, 3], "dataType": "float32"}},
+        },
+    )
+    graph["inputs"] = dict(_graph([], {})["inputs"])
+    graph["inputs"]["bt"] = {"data": [1.0] * 9, "descriptor": {"shape": [3, 3], "dataType": "float32"},
+                             "constant": True}
+    r = wpt.run_case(_case(graph))
+    assert r.status == wpt.PASS, r.message
+    # tolerances are summed over the four operators: add 1 + concat 0 + split 0 + gemm (2*3 + 1 for c)
+    assert r.tolerance == {"ulp": 8, "atol": 0.0}
+
+
+def test_runner_reports_fail_error_unsupported_and_invalid() -> None:
+    relu = [{"name": "relu", "arguments": [{"input": "x"}], "outputs": "y"}]
+    good = {"data": [1.0, 0.0, 3.0, 0.0, 5.0, 0.0], "descriptor": {"shape": [2, 3], "dataType": "float32"}}
+    assert wpt.run_case(_case(_graph(relu, {"y": good}))).status == wpt.PASS
+    wrong = {**good, "data": [1.0, 0.0, 3.0, 0.0, 5.0, 1e-6]}
+    r = wpt.run_case(_case(_graph(relu, {"y": wrong})))
+    assert r.status == wpt.FAIL and "ULP" in r.message
+    wrong_type = {**good, "descriptor": {"shape": [2, 3], "dataType": "float16"}}
+    assert wpt.run_case(_case(_graph(relu, {"y": wrong_type}))).status == wpt.FAIL
+    wrong_shape = {**good, "descriptor": {"shape": [3, 2], "dataType": "float32"}}
+    assert wpt.run_case(_case(_graph(relu, {"y": wrong_shape}))).status == wpt.FAIL
+    bad_axis = [{"name": "softmax", "arguments": [{"input": "x"}, {"axis": 7}], "outputs": "y"}]
+    r = wpt.run_case(_case(_graph(bad_axis, {"y": good})))
+    assert r.status == wpt.ERROR and "WebNNTypeError" in r.message
+    unknown = [{"name": "frobnicate", "arguments": [{"input": "x"}], "outputs": "y"}]
+    assert wpt.run_case(_case(_graph(unknown, {"y": good}))).status == wpt.UNSUPPORTED
+    lost = {**good, "data": [1.0, None, 3.0, 0.0, 5.0, 0.0]}
+    assert wpt.run_case(_case(_graph(relu, {"y": lost}))).status == wpt.INVALID
+
+
+def test_runner_integer_and_bigint_values() -> None:
+    inputs = {"x": {"data": [-41, "9007199254740995n", -4, 2],
+                    "descriptor": {"shape": [4], "dataType": "int64"}}}
+    ops = [{"name": "clamp", "arguments": [{"input": "x"}, {"options": {"minValue": -2,
+                                                                     "maxValue": "9007199254740992n"}}],
+            "outputs": "y"}]
+    exp = {"y": {"data": [-2, "9007199254740992n", -2, 2], "descriptor": {"shape": [4], "dataType": "int64"}}}
+    r = wpt.run_case(_case(_graph(ops, exp, inputs)))
+    assert r.status == wpt.PASS, r.message
+    # exact for 64-bit integers: one unit off at 2^53 + 1 must fail
+    exp_off = {"y": {**exp["y"], "data": [-2, "9007199254740993n", -2, 2]}}
+    assert wpt.run_case(_case(_graph(ops, exp_off, inputs))).status == wpt.FAIL
+
+
+def test_cli_summary_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    assert wpt.main(["--op", "relu", str(DATA)]) == 0
+    table = capsys.readouterr().out
+    assert "relu" in table and "total" in table
+    assert wpt.main(["--op", "relu", "--json", str(DATA)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data["summary"]) == {"relu"}
+    assert len(data["passed"]) + sum(v for k, v in data["summary"]["relu"].items() if k != "pass") == 12
