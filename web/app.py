@@ -12,6 +12,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from web.bench.routes import add_report_routes
 from web.core_wheel import CoreWheelCache, read_project_meta
 from web.settings import Settings
 
@@ -143,8 +144,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def index() -> Response:
         return FileResponse(WEB_DIR / "gallery" / "index.html", headers={"cache-control": NO_CACHE})
 
+    add_report_routes(app, settings.reports_dir)  # /reports/: past comparison-bench runs
+
     app.mount("/polyfill", AssetFiles(settings.polyfill_dist, NO_CACHE), name="polyfill")
     app.mount("/pyodide", AssetFiles(settings.pyodide_dir, LONG_CACHE), name="pyodide")
     app.mount("/test", AssetFiles(WEB_DIR / "pages" / "test", NO_CACHE, html=True), name="test")
     app.mount("/gallery", AssetFiles(WEB_DIR / "gallery", NO_CACHE, html=True), name="gallery")
+    app.mount("/bench", AssetFiles(WEB_DIR / "bench" / "static", NO_CACHE, html=True), name="bench")
+    app.mount("/reports", AssetFiles(settings.reports_dir, NO_CACHE), name="reports")
     return app

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 PYODIDE_VERSION = "0.27.7"  # keep in step with scripts/fetch_assets.py
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _reports_dir() -> Path:
+    """Where comparison-bench runs are written and listed: $PYODIDE_WEBNN_REPORTS or ./reports."""
+    return Path(os.environ.get("PYODIDE_WEBNN_REPORTS") or "reports").expanduser().resolve()
 
 
 @dataclass(frozen=True)
@@ -19,10 +24,11 @@ class Settings:
     port: int = 8000
     cache_dir: Path = Path.home() / ".cache" / "pyodide-webnn"
     repo_root: Path = REPO_ROOT
+    reports_dir: Path = field(default_factory=_reports_dir)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        """Build settings from PYODIDE_WEBNN_{HOST,PORT,CACHE,ROOT}, falling back to the defaults."""
+        """Build settings from PYODIDE_WEBNN_{HOST,PORT,CACHE,ROOT,REPORTS}, falling back to the defaults."""
         env = os.environ if environ is None else environ
         default = cls()
         return cls(
@@ -30,6 +36,7 @@ class Settings:
             port=int(env.get("PYODIDE_WEBNN_PORT") or default.port),
             cache_dir=Path(env.get("PYODIDE_WEBNN_CACHE") or default.cache_dir).expanduser(),
             repo_root=Path(env.get("PYODIDE_WEBNN_ROOT") or default.repo_root).expanduser().resolve(),
+            reports_dir=Path(env.get("PYODIDE_WEBNN_REPORTS") or "reports").expanduser().resolve(),
         )
 
     @property

@@ -1,0 +1,311 @@
+"""Bench cases: the vendored WPT vectors and JSON graph files, normalized to one form, plus the "wire case"
+the page-side runner (static/bench.js) builds with any MLGraphBuilder.
+
+A case's graph is the WPT conformance form (see py_core/testing/wpt.py and the README section "Graph JSON
+format"): `inputs` (descriptor, data, constant), `operators` (name, arguments, outputs), `expectedOutputs`
+(optional here) and `outputs` (names, when no expected values are given).  Loading resolves every data form
+(list, scalar fill, base64, seeded random) to flat lists, so py_core.testing.wpt builds the same graph in
+CPython that the browsers build from the wire case.
+
+Selections (`--webnn-cases`, `python -m web.bench run --cases`), comma separated:
+    wpt                   every vendored WPT case (tests/data/wpt, or $PYODIDE_WEBNN_WPT)
+    wpt:conv2d+add        the cases of these operators (builder name or file stem)
+    wpt@2, wpt:relu@1     at most N cases per operator file
+    PATH                  a graph file, or every *.json graph file under a directory
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from py_core.testing import wpt
+from web.settings import REPO_ROOT
+
+WPT_DIR = REPO_ROOT / "tests" / "data" / "wpt"
+GRAPHS_DIR = REPO_ROOT / "tests" / "data" / "graphs"
+_NON_FINITE = {"Infinity", "-Infinity", "NaN", "inf", "-inf", "nan"}
+_BIGINT_RE = re.compile(r"^-?\d+n$")
+_SELECTOR_RE = re.compile(r"^wpt(?::(?P<ops>[A-Za-z0-9_+]+))?(?:@(?P<limit>\d+))?$")
+
+
+@dataclass(frozen=True)
+class BenchCase:
+    """One graph with its inputs and, optionally, expected outputs."""
+
+    id: str  # "wpt:<op>/<name>" or "graph:<file stem>/<name>": stable, used in test ids and results
+    graph: dict[str, Any]
+    source: str = ""
+    model: str | None = None  # groups the latency charts of model-sized graphs
+    tolerance: dict[str, Any] | None = None  # {"ulp": N, "atol": x}: overrides the WPT rule
+    invalid: str = ""  # why the case cannot run as written (kept, reported as "invalid")
+    description: str = ""
+
+    @property
+    def ops(self) -> list[str]:
+        """Operator names in graph order, without repeats."""
+        return list(dict.fromkeys(o["name"] for o in self.graph.get("operators", [])))
+
+    @property
+    def op(self) -> str:
+        """The operator this case is filed under: the WPT file's operator or the graph's first."""
+        head = self.id.split(":", 1)[1].split("/", 1)[0] if self.id.startswith("wpt:") else ""
+        return head or (self.ops[0] if self.ops else "?")
+
+    @property
+    def outputs(self) -> list[str]:
+        expected = self.graph.get("expectedOutputs") or {}
+        return list(expected) if expected else list(self.graph.get("outputs", []))
+
+    @property
+    def has_expected(self) -> bool:
+        return bool(self.graph.get("expectedOutputs"))
+
+
+# ------------------------------------------------------------------------------------------- data forms
+
+
+def resolve_data(data: Any, dtype: str, shape: Sequence[int], where: str) -> Any:
+    """A data field as WPT form (flat list or scalar): base64 and seeded random forms become flat lists."""
+    if isinstance(data, Mapping):
+        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        if "base64" in data:
+            arr = np.frombuffer(base64.b64decode(data["base64"]), dtype=np.dtype(dtype).newbyteorder("<"))
+            if arr.size != count:
+                raise ValueError(
+                    f"{where}: base64 holds {arr.size} {dtype} values, shape {list(shape)} needs {count}"
+                )
+            return arr.astype(dtype).tolist()
+        if "random" in data:
+            r = data["random"]
+            rng = np.random.default_rng(int(r.get("seed", 0)))
+            low, high = float(r.get("low", -1.0)), float(r.get("high", 1.0))
+            if np.issubdtype(np.dtype(dtype), np.integer):
+                return rng.integers(int(low), int(high), size=count, endpoint=True).astype(dtype).tolist()
+            # drawn in float64, rounded once to the operand type
+            return rng.uniform(low, high, size=count).astype(dtype).tolist()
+        raise ValueError(
+            f"{where}: unknown data form {sorted(data)} (use a list, a number, base64 or random)"
+        )
+    if isinstance(data, list) and data and isinstance(data[0], list):
+        return np.asarray(data).ravel().tolist()  # nested lists are accepted and flattened row-major
+    return data
+
+
+def _normalize_graph(graph: Mapping[str, Any], where: str) -> dict[str, Any]:
+    g = copy.deepcopy(dict(graph))
+    for name, spec in g.get("inputs", {}).items():
+        d = spec["descriptor"]
+        spec["data"] = resolve_data(spec.get("data"), d["dataType"], d["shape"], f"{where}: input '{name}'")
+    for name, spec in (g.get("expectedOutputs") or {}).items():
+        d = spec["descriptor"]
+        spec["data"] = resolve_data(spec.get("data"), d["dataType"], d["shape"], f"{where}: output '{name}'")
+    if not g.get("expectedOutputs") and not g.get("outputs"):
+        raise ValueError(f"{where}: name the graph's outputs ('outputs') or give 'expectedOutputs'")
+    return g
+
+
+def _has_null(v: Any) -> bool:
+    if v is None:
+        return True
+    if isinstance(v, dict):
+        return any(_has_null(x) for x in v.values())
+    if isinstance(v, list):
+        return any(_has_null(x) for x in v)
+    return False
+
+
+# ---------------------------------------------------------------------------------------------- loading
+
+
+def _graph_case(
+    prefix: str, name: str, graph: Mapping[str, Any], source: str, meta: Mapping[str, Any]
+) -> BenchCase:
+    where = f"{source}: {name}"
+    invalid = ""
+    try:
+        g = _normalize_graph(graph, where)
+    except (KeyError, ValueError, TypeError) as e:
+        g, invalid = dict(graph), f"{type(e).__name__}: {e}"
+    if not invalid and (
+        _has_null(g.get("inputs")) or _has_null(g.get("operators")) or _has_null(g.get("expectedOutputs"))
+    ):
+        invalid = "the case data holds null where the JSON conversion dropped a non-finite value"
+    return BenchCase(
+        f"{prefix}/{name}",
+        g,
+        source,
+        meta.get("model"),
+        meta.get("tolerance"),
+        invalid,
+        meta.get("description", ""),
+    )
+
+
+def load_graph_file(path: str | Path) -> list[BenchCase]:
+    """The cases of one graph JSON file: a single graph, or {"tests": [{"name", "graph", ...}]}."""
+    path = Path(path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    prefix = f"graph:{path.stem}"
+    if "tests" in data:
+        return [_graph_case(prefix, t["name"], t["graph"], str(path), {**data, **t}) for t in data["tests"]]
+    graph = data.get("graph", data)
+    return [_graph_case(prefix, data.get("name", path.stem), graph, str(path), data)]
+
+
+def load_wpt(
+    directory: str | Path = WPT_DIR, ops: Iterable[str] | None = None, limit: int | None = None
+) -> list[BenchCase]:
+    """WPT cases through py_core.testing.wpt's loader: all, or those of `ops`, at most `limit` per file."""
+    wanted = set(ops or ())
+    out: list[BenchCase] = []
+    for path in sorted(Path(directory).glob("*.json")):
+        cases = wpt.load_file(path)
+        names = {path.stem, wpt.snake_to_camel(path.stem)} | {c.op for c in cases}
+        if wanted and not wanted & names:
+            continue
+        for c in cases[:limit] if limit else cases:
+            out.append(_graph_case(f"wpt:{c.op}", c.name, c.graph, str(path), {}))
+    return out
+
+
+def select(spec: str | Sequence[str], wpt_dir: str | Path | None = None) -> list[BenchCase]:
+    """The cases named by a selection (see the module docstring); ids stay unique and in order."""
+    items = [spec] if isinstance(spec, str) else list(spec)
+    parts = [p.strip() for item in items for p in item.split(",") if p.strip()]
+    found: dict[str, BenchCase] = {}
+    for part in parts:
+        m = _SELECTOR_RE.match(part)
+        if m:
+            ops = m.group("ops").split("+") if m.group("ops") else None
+            limit = int(m.group("limit")) if m.group("limit") else None
+            cases = load_wpt(wpt_dir or _wpt_dir(), ops, limit)
+            if ops and not cases:
+                raise ValueError(f"case selection '{part}': no WPT cases for {ops}")
+        else:
+            path = Path(part)
+            if path.is_dir():
+                cases = [c for f in sorted(path.glob("*.json")) for c in load_graph_file(f)]
+            elif path.is_file():
+                cases = load_graph_file(path)
+            else:
+                raise ValueError(
+                    f"case selection '{part}': not 'wpt[:ops][@N]' and no such file or directory"
+                )
+        for c in cases:
+            found.setdefault(c.id, c)
+    return list(found.values())
+
+
+def _wpt_dir() -> Path:
+    import os
+
+    return Path(os.environ.get("PYODIDE_WEBNN_WPT") or WPT_DIR)
+
+
+# -------------------------------------------------------------------------------------------- wire form
+
+
+def _tag(value: Any, kind: str | None, operand_names: set[str]) -> Any:
+    """One argument for bench.js: operands become {$op}/{$ops}, BigInts {$big}, non-finite numbers {$num}."""
+    from py_core.spec.table import OPERAND, OPERANDS
+
+    if isinstance(value, str) and (kind == OPERAND or (kind is None and value in operand_names)):
+        return {"$op": value}
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(v, str) for v in value)
+        and (kind == OPERANDS or (kind is None and all(v in operand_names for v in value)))
+    ):
+        return {"$ops": list(value)}
+    if isinstance(value, str) and _BIGINT_RE.match(value):
+        return {"$big": value[:-1]}
+    if isinstance(value, str) and value in _NON_FINITE:
+        return {"$num": {"inf": "Infinity", "-inf": "-Infinity", "nan": "NaN"}.get(value, value)}
+    if isinstance(value, str):
+        decoded = wpt.decode_scalar(value)
+        return decoded if not isinstance(decoded, str) else value
+    if isinstance(value, float) and not np.isfinite(value):
+        return {"$num": "NaN" if np.isnan(value) else ("Infinity" if value > 0 else "-Infinity")}
+    if isinstance(value, list):
+        return [_tag(v, None, operand_names) for v in value]
+    if isinstance(value, dict):
+        return {k: _tag(v, None, operand_names) for k, v in value.items()}
+    return value
+
+
+def _param_kind(spec: Any, name: str, position: int | None) -> str | None:
+    if spec is None:
+        return None
+    if position is not None:
+        return spec.params[position].kind if position < len(spec.params) else None
+    try:
+        return str(spec.param(name).kind)
+    except KeyError:
+        return None
+
+
+def input_arrays(case: BenchCase) -> dict[str, np.ndarray]:
+    """Every input and constant as an array of its operand type (WPT conversion rules)."""
+    out = {}
+    for name, spec in case.graph.get("inputs", {}).items():
+        d = spec["descriptor"]
+        out[name] = wpt.to_array(spec["data"], d["dataType"], tuple(d["shape"]))
+    return out
+
+
+@dataclass
+class WireCase:
+    """What static/bench.js builds: inputs as little-endian base64 bytes, arguments tagged."""
+
+    id: str
+    inputs: list[dict[str, Any]] = field(default_factory=list)
+    operators: list[dict[str, Any]] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "inputs": self.inputs, "operators": self.operators, "outputs": self.outputs}
+
+
+def wire_case(case: BenchCase) -> WireCase:
+    """The case for the page-side runner."""
+    from py_core.spec import OPS
+
+    wire = WireCase(case.id, outputs=case.outputs)
+    names: set[str] = set()
+    for name, arr in input_arrays(case).items():
+        spec = case.graph["inputs"][name]
+        data = base64.b64encode(arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()).decode()
+        wire.inputs.append(
+            {
+                "name": name,
+                "dataType": spec["descriptor"]["dataType"],
+                "shape": list(spec["descriptor"]["shape"]),
+                "constant": bool(spec.get("constant")),
+                "data": data,
+            }
+        )
+        names.add(name)
+    for op in case.graph.get("operators", []):
+        spec = OPS.get(op["name"])
+        args: list[Any] = []
+        options: dict[str, Any] | None = None
+        for arg in op.get("arguments", []):
+            for key, value in arg.items():
+                if key == "options":
+                    options = {k: _tag(v, _param_kind(spec, k, None), names) for k, v in value.items()}
+                else:
+                    args.append(_tag(value, _param_kind(spec, key, len(args)), names))
+        outs = op.get("outputs")
+        names.update(outs if isinstance(outs, list) else [outs])
+        wire.operators.append({"name": op["name"], "args": args, "options": options, "outputs": outs})
+    return wire

@@ -1,0 +1,206 @@
+"""Run one bench item — a case on one implementation in one browser, or on the CPython reference — and turn
+what happened into a Result line.  Shared by the pytest plugin and the CLI."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from web.bench import reference as ref
+from web.bench.cases import BenchCase, wire_case
+from web.bench.compare import check_outputs, decode_outputs
+from web.bench.probe import IMPLEMENTATIONS, USABLE, VARIANTS, Probe
+from web.bench.results import ERROR, FAIL, INVALID, PASS, UNAVAILABLE, UNSUPPORTED, Result, RunWriter
+from web.bench.session import BrowserSession, Target
+
+REFERENCE = "reference"
+DEFAULT_IMPLS = ("polyfill", "native:*")
+
+
+@dataclass(frozen=True)
+class Item:
+    """A case on one implementation/variant in one target (target None: the CPython reference)."""
+
+    target: Target | None
+    impl: str
+    variant: str
+    case: BenchCase
+
+    @property
+    def label(self) -> str:
+        if self.impl == REFERENCE or (self.impl == "polyfill" and self.variant == "default"):
+            return self.impl
+        return f"{self.impl}:{self.variant}"
+
+    @property
+    def id(self) -> str:
+        """The test id: target, implementation, case."""
+        return f"{self.target.id if self.target else 'cpython'}-{self.label}-{self.case.id}"
+
+
+def expand_impls(specs: Iterable[str]) -> list[tuple[str, str]]:
+    """["polyfill", "native:*"] -> [("polyfill", "default"), ("native", "default"), ("native", "cpu"), ...].
+    A bare name means its default variant; variant names may use shell wildcards."""
+    out: list[tuple[str, str]] = []
+    for spec in specs:
+        for part in (p.strip() for p in spec.split(",")):
+            if not part:
+                continue
+            impl, _, pattern = part.partition(":")
+            if impl not in IMPLEMENTATIONS:
+                raise ValueError(
+                    f"unknown implementation '{impl}' in '{part}' (one of {', '.join(IMPLEMENTATIONS)})"
+                )
+            matched = [v for v in VARIANTS if fnmatch.fnmatchcase(v, pattern or "default")]
+            if not matched:
+                raise ValueError(f"'{part}': no context variant matches (variants: {', '.join(VARIANTS)})")
+            out.extend((impl, v) for v in matched if (impl, v) not in out)
+    return out
+
+
+def plan(
+    cases: Sequence[BenchCase],
+    targets: Sequence[Target],
+    impls: Sequence[tuple[str, str]],
+    with_reference: bool = True,
+) -> list[Item]:
+    """Every item of a run: per target, per implementation, per case; then the reference per case."""
+    items = [Item(t, impl, variant, c) for t in targets for impl, variant in impls for c in cases]
+    if with_reference:
+        items += [Item(None, REFERENCE, "default", c) for c in cases]
+    return items
+
+
+def _unsupported(error: dict[str, str] | None) -> bool:
+    """A NotSupportedError (or a builder without the method) means the implementation lacks the feature."""
+    return bool(error) and error.get("name") == "NotSupportedError"
+
+
+class Runner:
+    """Runs items, opening each target's browser session on first use, and records every result."""
+
+    def __init__(
+        self, open_session: Callable[[Target], BrowserSession], writer: RunWriter | None, *, repeat: int = 3
+    ) -> None:
+        self.open_session = open_session
+        self.writer = writer
+        self.repeat = repeat
+        self.sessions: dict[str, BrowserSession | Exception] = {}
+        self._wires: dict[str, dict[str, Any]] = {}
+
+    # ------------------------------------------------------------------------------------- sessions
+
+    def session(self, target: Target) -> BrowserSession:
+        """The target's started and probed session; a failure to start is remembered and re-raised."""
+        s = self.sessions.get(target.id)
+        if s is None:
+            try:
+                s = self.open_session(target)
+                probe = s.probe(list(VARIANTS))
+                if self.writer:
+                    self.writer.probe(probe.to_json())
+            except Exception as e:  # noqa: BLE001 - reported on every item of the target
+                s = e
+            self.sessions[target.id] = s
+        if isinstance(s, Exception):
+            raise s
+        return s
+
+    def probe(self, target: Target) -> Probe:
+        p = self.session(target).probe(list(VARIANTS))
+        return p
+
+    def close(self) -> None:
+        for s in self.sessions.values():
+            if isinstance(s, BrowserSession):
+                try:
+                    s.close()
+                except Exception:  # noqa: BLE001 - a browser that died already
+                    pass
+        self.sessions.clear()
+
+    # ------------------------------------------------------------------------------------------ items
+
+    def _base(self, item: Item, test_id: str) -> Result:
+        c = item.case
+        return Result(
+            case=c.id,
+            implementation=item.impl,
+            variant=item.variant,
+            status=ERROR,
+            browser=item.target.browser if item.target else "cpython",
+            target=item.target.id if item.target else "cpython",
+            ops=c.ops,
+            op=c.op,
+            model=c.model,
+            source=c.source,
+            test_id=test_id,
+        )
+
+    def run(self, item: Item, test_id: str = "") -> tuple[Result, dict[str, np.ndarray]]:
+        """Run one item; never raises for a failing implementation: the Result says what happened."""
+        result, outputs = self._run(item, test_id)
+        if self.writer:
+            self.writer.result(result, outputs)
+        return result, outputs
+
+    def _run(self, item: Item, test_id: str) -> tuple[Result, dict[str, np.ndarray]]:
+        result = self._base(item, test_id)
+        case = item.case
+        if item.impl == REFERENCE:
+            result.browser_version = ref.environment()["python"]
+            return self._reference(case, result)
+        assert item.target is not None
+        try:
+            session = self.session(item.target)
+        except Exception as e:  # noqa: BLE001
+            result.errors = [f"the browser could not be started or reached: {type(e).__name__}: {e}"]
+            return result, {}
+        result.browser_version = session.version
+        state = session.probe(list(VARIANTS)).state(item.impl, item.variant)
+        if state.state != USABLE:
+            # a missing or failing native implementation is a state to report; a failing polyfill is an error
+            result.status = UNAVAILABLE if item.impl == "native" else ERROR
+            result.errors = [f"{item.label} is {state.describe()}"]
+            return result, {}
+        if case.invalid:
+            result.status, result.errors = INVALID, [case.invalid]
+            return result, {}
+        if case.id not in self._wires:
+            self._wires = {case.id: wire_case(case).to_json()}  # one case at a time is enough to memoize
+        raw = session.run(self._wires[case.id], item.impl, item.variant, VARIANTS[item.variant], self.repeat)
+        result.timings = raw.get("timings", {})
+        if raw.get("status") != "ok":
+            err = raw.get("error") or {}
+            result.status = UNSUPPORTED if _unsupported(err) else ERROR
+            result.errors = [f"{raw.get('stage', '?')}: {err.get('name', 'Error')}: {err.get('message', '')}"]
+            return result, {}
+        outputs = decode_outputs(raw["outputs"])
+        return self._judge(case, result, outputs), outputs
+
+    def _reference(self, case: BenchCase, result: Result) -> tuple[Result, dict[str, np.ndarray]]:
+        outcome = ref.reference(case, self.repeat)
+        result.timings = outcome.timings
+        if outcome.status != "ok":
+            result.status = {"invalid": INVALID, "unsupported": UNSUPPORTED}.get(outcome.status, ERROR)
+            result.errors = [f"{outcome.stage}: {outcome.error}"]
+            return result, {}
+        if not case.has_expected:
+            result.status, result.expected = PASS, None  # it is the expectation of the others
+            return result, outcome.outputs
+        return self._judge(case, result, outcome.outputs), outcome.outputs
+
+    def _judge(self, case: BenchCase, result: Result, outputs: dict[str, np.ndarray]) -> Result:
+        outcome = ref.reference(case, self.repeat)
+        ref_outputs = outcome.outputs if outcome.status == "ok" else None
+        check, source = check_outputs(case, outputs, outcome.contexts, ref_outputs)
+        result.status = PASS if check.ok else FAIL
+        result.errors = check.problems
+        result.max_ulp, result.max_abs = check.max_ulp, check.max_abs
+        result.tolerance = check.tolerance.to_json() if check.tolerance else {}
+        result.expected = source
+        return result

@@ -1,0 +1,233 @@
+"""Browsers for the bench: local ones launched offline (web.browsers), remote ones reached through a
+`playwright run-server` endpoint, each with one page of the dev server where the polyfill has booted and
+static/bench.js runs cases.  Also the dev server itself, in a thread, when no URL is given."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from web.bench.probe import Probe, probe_page
+from web.browsers import launch_args
+
+BENCH_PAGE = "/bench/bench.html"
+BROWSER_TYPES = ("chromium", "firefox", "webkit")
+# Playwright option names as run-server expects them in its launch-options (camelCase JSON).
+_CAMEL = {
+    "executable_path": "executablePath",
+    "chromium_sandbox": "chromiumSandbox",
+    "slow_mo": "slowMo",
+    "firefox_user_prefs": "firefoxUserPrefs",
+    "ignore_default_args": "ignoreDefaultArgs",
+}
+
+
+@dataclass(frozen=True)
+class Target:
+    """A browser the bench runs in: local (launched here) or remote (a run-server endpoint)."""
+
+    id: str  # in test ids and results: "chromium", "firefox", "remote-lab1-chromium"
+    browser: str  # Playwright browser type
+    endpoint: str | None = None
+
+    @property
+    def remote(self) -> bool:
+        return self.endpoint is not None
+
+
+def local_target(name: str) -> Target:
+    if name not in BROWSER_TYPES:
+        raise ValueError(f"unknown browser '{name}' (one of {', '.join(BROWSER_TYPES)})")
+    return Target(name, name)
+
+
+def remote_target(endpoint: str) -> Target:
+    """A `--browser-endpoint ws://HOST:PORT/PATH[?browser=firefox&name=lab1&launch-options=...]` target.
+    `browser` and `launch-options` are run-server's own query parameters; `name` labels the device."""
+    url = urlsplit(endpoint)
+    if url.scheme not in ("ws", "wss"):
+        raise ValueError(f"--browser-endpoint '{endpoint}': expected a ws:// or wss:// URL")
+    query = parse_qs(url.query)
+    browser = query.get("browser", ["chromium"])[0]
+    if browser not in BROWSER_TYPES:
+        raise ValueError(f"--browser-endpoint '{endpoint}': unknown browser '{browser}'")
+    name = query.get("name", [f"{url.hostname}-{url.port or ''}".rstrip("-")])[0]
+    return Target(f"remote-{name}-{browser}", browser, endpoint)
+
+
+def remote_launch_options(
+    browser: str, *, native_webnn: bool = True, headless: bool = True
+) -> dict[str, Any]:
+    """This machine's offline launch options (web.browsers) in run-server's launch-options form.  The
+    server must run with --unsafe to accept args and executablePath; `env` cannot travel (set it on the
+    server's own environment)."""
+    kw = launch_args(browser, native_webnn=native_webnn)
+    out: dict[str, Any] = {"headless": headless}
+    for k, v in kw.items():
+        if k != "env":
+            out[_CAMEL.get(k, k)] = v
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def dev_server(port: int | None = None) -> Iterator[str]:
+    """The project's dev server (web.app) served by uvicorn in a daemon thread; yields its base URL."""
+    import uvicorn
+
+    from web.app import create_app
+    from web.settings import Settings
+
+    env = Settings.from_env()
+    settings = Settings(
+        host="127.0.0.1",
+        port=port or free_port(),
+        cache_dir=env.cache_dir,
+        repo_root=env.repo_root,
+        reports_dir=env.reports_dir,
+    )
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True, name="webnn-bench-server")
+    thread.start()
+    deadline = time.time() + 30
+    while not server.started:
+        if time.time() > deadline or not thread.is_alive():
+            raise RuntimeError("the dev server did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://{settings.host}:{settings.port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+class BrowserSession:
+    """One browser (launched or connected), one context and one booted bench page."""
+
+    def __init__(
+        self,
+        playwright: Any,
+        target: Target,
+        server_url: str,
+        *,
+        launch_base: Mapping[str, Any] | None = None,
+        native_webnn: bool = True,
+        timeout_ms: int = 180_000,
+        trace: bool = False,
+    ) -> None:
+        self.playwright = playwright
+        self.target = target
+        self.server_url = server_url.rstrip("/")
+        self.launch_base = dict(launch_base or {})
+        self.native_webnn = native_webnn
+        self.timeout_ms = timeout_ms
+        self.trace = trace
+        self.browser: Any = None
+        self.context: Any = None
+        self.page: Any = None
+        self.page_errors: list[str] = []
+        self._probe: Probe | None = None
+
+    @property
+    def version(self) -> str:
+        return str(self.browser.version) if self.browser else ""
+
+    def start(self) -> BrowserSession:
+        browser_type = getattr(self.playwright, self.target.browser)
+        if self.target.remote:
+            headers = {}
+            if "launch-options" not in (self.target.endpoint or ""):
+                opts = {
+                    _CAMEL.get(k, k): v for k, v in self.launch_base.items() if k in ("headless", "slow_mo")
+                }
+                headers["x-playwright-launch-options"] = json.dumps(opts)
+            # the remote browser opens http://127.0.0.1:<port> through this machine: loopback is a secure
+            # context, so WebNN and crossOriginIsolated work there as they do here
+            self.browser = browser_type.connect(
+                self.target.endpoint, headers=headers, expose_network="<loopback>", timeout=self.timeout_ms
+            )
+        else:
+            kw = launch_args(self.target.browser, native_webnn=self.native_webnn, base=self.launch_base)
+            self.browser = browser_type.launch(**kw)
+        self.context = self.browser.new_context()
+        if self.trace:
+            self.context.tracing.start(
+                title=f"webnn bench {self.target.id}", screenshots=True, snapshots=True, sources=True
+            )
+        self.open_page()
+        return self
+
+    def open_page(self) -> None:
+        """(Re)open the bench page; the polyfill boots at the probe's first createContext()."""
+        if self.page is not None:
+            try:
+                self.page.close()
+            except Exception:  # noqa: BLE001 - a crashed page may refuse to close
+                pass
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(self.timeout_ms)
+        self.page.on("pageerror", lambda e: self.page_errors.append(str(e)))
+        self.page.goto(self.server_url + BENCH_PAGE)
+        self.page.wait_for_function("() => !!globalThis.webnnBench")
+
+    def probe(self, variants: list[str]) -> Probe:
+        """What this browser offers (cached for the session)."""
+        if self._probe is None:
+            self._probe = probe_page(
+                self.page, self.target.id, self.target.browser, self.version, variants, self.timeout_ms
+            )
+        return self._probe
+
+    def run(
+        self, wire: Mapping[str, Any], impl: str, variant: str, options: Mapping[str, Any], repeat: int
+    ) -> dict[str, Any]:
+        """webnnBench.run in the page; a crashed or hung page is reopened and the failure returned as data."""
+        try:
+            return dict(
+                self.page.evaluate(
+                    "async ([wire, o]) => await webnnBench.run(wire, o)",
+                    [
+                        dict(wire),
+                        {
+                            "impl": impl,
+                            "variant": {"name": variant, "options": dict(options)},
+                            "repeat": repeat,
+                            "timeoutMs": self.timeout_ms,
+                        },
+                    ],
+                )
+            )
+        except Exception as e:  # noqa: BLE001 - Playwright errors: crash, timeout, closed page
+            message = str(e).splitlines()[0] if str(e) else type(e).__name__
+            try:
+                self.open_page()
+            except Exception:  # noqa: BLE001
+                pass
+            return {
+                "status": "error",
+                "stage": "page",
+                "error": {"name": type(e).__name__, "message": message},
+                "timings": {},
+            }
+
+    def close(self) -> None:
+        try:
+            if self.context is not None:
+                self.context.close()
+        finally:
+            if self.browser is not None:
+                self.browser.close()

@@ -1,0 +1,23 @@
+"""The bench as pytest tests: `pytest --pyargs web.bench.suite --webnn-cases SPEC [--browser ...]`.
+
+test_probe runs once per browser and reports what it offers; test_webnn runs once per (case,
+implementation, browser), plus once per case on the CPython reference."""
+
+from __future__ import annotations
+
+from web.bench.probe import USABLE, Probe
+from web.bench.pytest_plugin import verdict
+from web.bench.results import Result
+
+
+def test_probe(webnn_probe: Probe) -> None:
+    """Implementations are found, never assumed: the polyfill must be usable; native is whatever it is."""
+    print(webnn_probe.summary())
+    assert webnn_probe.states, "the probe found nothing"
+    polyfill = webnn_probe.state("polyfill", "default")
+    assert polyfill.state == USABLE, f"the polyfill is {polyfill.describe()}"
+
+
+def test_webnn(webnn_result: Result) -> None:
+    """One case on one implementation in one browser, against its expected values (WPT tolerances)."""
+    verdict(webnn_result)
