@@ -125,6 +125,11 @@ def build_wheel(pkg_dir: Path, meta: ProjectMeta | None = None) -> CoreWheel:
     return CoreWheel(filename, data, hashlib.sha256(data).hexdigest(), len(entries) - 4)
 
 
+# Wheels kept after a rebuild, so a page that read the manifest just before a source edit still gets the
+# wheel it was told about (a page boots two Pyodides that fetch the wheel moments apart).
+KEEP_RECENT = 8
+
+
 class CoreWheelCache:
     """Holds the latest wheel; `get()` rebuilds it only when a source file's mtime or size changed."""
 
@@ -134,6 +139,7 @@ class CoreWheelCache:
         self._lock = threading.Lock()
         self._stamp: tuple[tuple[str, int, int], ...] | None = None
         self._wheel: CoreWheel | None = None
+        self._recent: dict[str, CoreWheel] = {}
 
     def _fingerprint(self) -> tuple[tuple[str, int, int], ...]:
         paths = [*source_files(self.pkg_dir), self.pyproject]
@@ -153,4 +159,16 @@ class CoreWheelCache:
             if self._wheel is None or stamp != self._stamp:
                 self._wheel = build_wheel(self.pkg_dir, read_project_meta(self.pyproject))
                 self._stamp = stamp
+                self._recent.pop(self._wheel.short_hash, None)
+                self._recent[self._wheel.short_hash] = self._wheel
+                while len(self._recent) > KEEP_RECENT:
+                    del self._recent[next(iter(self._recent))]
             return self._wheel
+
+    def find(self, short_hash: str) -> CoreWheel | None:
+        """The current wheel or one of the last few, by the hash in its URL; None if unknown."""
+        current = self.get()
+        if short_hash == current.short_hash:
+            return current
+        with self._lock:
+            return self._recent.get(short_hash)
