@@ -11,6 +11,8 @@ ESBUILD := node_modules/.bin/esbuild
 HOST    ?= 127.0.0.1
 PORT    ?= 8000
 PYTEST_ARGS ?=
+# Browser tests run in both engines; pytest-playwright makes each (test, browser) its own test id.
+BROWSERS ?= --browser chromium --browser firefox
 
 POLYFILL_SRC := $(shell find polyfill/src -type f -name '*.js' 2>/dev/null)
 DIST := polyfill/dist
@@ -81,7 +83,7 @@ run: setup build
 # Same as setup, except that missing browsers stop the run here with a clear message (--strict).
 test: venv node assets build
 	bash scripts/setup_browsers.sh --strict
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(BROWSERS) $(PYTEST_ARGS)
 
 lint: venv
 	$(PY) -m ruff check .
