@@ -1,11 +1,13 @@
-// Buffer checks and copies for constants, tensors and compute(): byte length and element type per data type.
-// https://www.w3.org/TR/webnn/#api-mlcontext-writetensor
+// Buffer checks and copies for constants, tensors and compute(): byte length and element type per data type,
+// and the spec's cast of an MLNumber to a data type.
+// https://www.w3.org/TR/webnn/#validate-buffer-with-descriptor  https://www.w3.org/TR/webnn/#algorithms-casting
 
 export const BYTES_PER_ELEMENT = {
   float32: 4, float16: 2, int32: 4, uint32: 4, int64: 8, uint64: 8, int8: 1, uint8: 1,
 };
 
-// The typed arrays whose element type matches each data type; Uint8Array and DataView fit any type.
+// The view types that match each data type (the spec's appendix table); any Uint8Array fits every type.
+// Uint16Array carries float16 bits where Float16Array is missing (the spec's note on Float16Array, and WPT).
 const VIEW_TYPES = {
   float32: ['Float32Array'],
   float16: ['Float16Array', 'Uint16Array'],
@@ -14,39 +16,48 @@ const VIEW_TYPES = {
   int64: ['BigInt64Array'],
   uint64: ['BigUint64Array'],
   int8: ['Int8Array'],
-  uint8: ['Uint8ClampedArray'],
+  uint8: ['Uint8Array'],
 };
+
+// %TypedArray%.prototype[@@toStringTag] gives the element type of any typed array, from any realm,
+// and undefined for a DataView.
+const typedArrayName = Object.getOwnPropertyDescriptor(
+  Object.getPrototypeOf(Int8Array.prototype), Symbol.toStringTag).get;
 
 /** Bytes a descriptor's tensor occupies. */
 export function byteLengthOf(desc) {
   return desc.shape.reduce((a, b) => a * b, 1) * BYTES_PER_ELEMENT[desc.dataType];
 }
 
-function isBuffer(v) {
-  return v instanceof ArrayBuffer ||
-    (typeof SharedArrayBuffer !== 'undefined' && v instanceof SharedArrayBuffer);
+function isArrayBuffer(v) {
+  const tag = v !== null && typeof v === 'object' ? Object.prototype.toString.call(v) : '';
+  return tag === '[object ArrayBuffer]' || tag === '[object SharedArrayBuffer]';
 }
 
-/** A Uint8Array over `source` (AllowSharedBufferSource) after checking it fits `desc`; no copy. */
-export function bytesFor(source, desc, where) {
+/**
+ * A Uint8Array over `source` (an AllowSharedBufferSource) after checking it fits `desc`; no copy.
+ * `allowLarger` accepts a buffer longer than the tensor (readTensor(tensor, outputData), as WPT expects).
+ */
+export function bytesFor(source, desc, where, {allowLarger = false} = {}) {
   let bytes;
-  if (isBuffer(source)) {
+  if (isArrayBuffer(source)) {
     bytes = new Uint8Array(source);
   } else if (ArrayBuffer.isView(source)) {
-    const kind = source.constructor && source.constructor.name;
-    if (!(source instanceof Uint8Array && kind === 'Uint8Array') && !(source instanceof DataView) &&
-        !VIEW_TYPES[desc.dataType].includes(kind)) {
-      throw new TypeError(`${where}: a ${kind} cannot hold ${desc.dataType} data`);
+    const kind = typedArrayName.call(source);
+    if (kind !== 'Uint8Array' && !VIEW_TYPES[desc.dataType].includes(kind)) {
+      throw new TypeError(`${where}: a ${kind || 'DataView'} cannot hold ${desc.dataType} data `
+        + `(use ${VIEW_TYPES[desc.dataType].join(' or ')}, Uint8Array or an ArrayBuffer)`);
     }
     bytes = new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
   } else {
-    throw new TypeError(`${where}: expected an ArrayBuffer or ArrayBufferView`);
+    throw new TypeError(`${where}: expected an ArrayBuffer, SharedArrayBuffer or ArrayBufferView`);
   }
   const expected = byteLengthOf(desc);
-  if (bytes.byteLength !== expected) {
-    throw new TypeError(`${where}: buffer has ${bytes.byteLength} bytes, ${desc.dataType}[${desc.shape}] needs ${expected}`);
+  if (bytes.byteLength !== expected && !(allowLarger && bytes.byteLength > expected)) {
+    throw new TypeError(`${where}: the buffer has ${bytes.byteLength} bytes, ${desc.dataType}[${desc.shape}] `
+      + `needs ${allowLarger ? 'at least ' : ''}${expected}${bytes.byteLength === 0 ? ' (is it detached?)' : ''}`);
   }
-  return bytes;
+  return allowLarger ? bytes.subarray(0, expected) : bytes;
 }
 
 /** A private copy of `source` (the spec copies at call time), as a Uint8Array over a new ArrayBuffer. */
@@ -54,20 +65,51 @@ export function copyFor(source, desc, where) {
   return bytesFor(source, desc, where).slice();
 }
 
-/** Encode one MLNumber as the bytes of a 0-D tensor of `dataType`. */
+const INT_RANGES = {
+  int8: [-128n, 127n], uint8: [0n, 255n], int32: [-(2n ** 31n), 2n ** 31n - 1n], uint32: [0n, 2n ** 32n - 1n],
+  int64: [-(2n ** 63n), 2n ** 63n - 1n], uint64: [0n, 2n ** 64n - 1n],
+};
+
+/** Round half to even, as ConvertToInt does.  https://www.w3.org/TR/webnn/#convert-to-int */
+function roundHalfEven(x) {
+  const f = Math.floor(x);
+  const d = x - f;
+  if (d > 0.5) return f + 1;
+  if (d < 0.5) return f;
+  return f % 2 === 0 ? f : f + 1;
+}
+
+/** Cast an MLNumber (bigint or double) to an integer data type: clamp, round half to even, NaN -> 0. */
+function castToInt(value, dataType) {
+  const [lo, hi] = INT_RANGES[dataType];
+  let n;
+  if (typeof value === 'bigint') {
+    n = value;
+  } else if (Number.isNaN(value)) {
+    n = 0n;
+  } else if (value === Infinity) {
+    n = hi;
+  } else if (value === -Infinity) {
+    n = lo;
+  } else {
+    n = BigInt(roundHalfEven(value));
+  }
+  return n < lo ? lo : n > hi ? hi : n;
+}
+
+/** Encode one MLNumber as the bytes of a 0-D tensor of `dataType`, cast as the spec says. */
 export function scalarBytes(dataType, value) {
   const buf = new ArrayBuffer(BYTES_PER_ELEMENT[dataType]);
   const view = new DataView(buf);
-  const num = typeof value === 'bigint' ? Number(value) : Number(value);
   switch (dataType) {
-    case 'float32': view.setFloat32(0, num, true); break;
-    case 'float16': view.setUint16(0, float16Bits(num), true); break;
-    case 'int32': view.setInt32(0, num, true); break;
-    case 'uint32': view.setUint32(0, num, true); break;
-    case 'int64': view.setBigInt64(0, BigInt.asIntN(64, typeof value === 'bigint' ? value : BigInt(Math.trunc(num))), true); break;
-    case 'uint64': view.setBigUint64(0, BigInt.asUintN(64, typeof value === 'bigint' ? value : BigInt(Math.trunc(num))), true); break;
-    case 'int8': view.setInt8(0, num); break;
-    case 'uint8': view.setUint8(0, num); break;
+    case 'float32': view.setFloat32(0, Number(value), true); break;
+    case 'float16': view.setUint16(0, float16Bits(Number(value)), true); break;
+    case 'int64': view.setBigInt64(0, castToInt(value, dataType), true); break;
+    case 'uint64': view.setBigUint64(0, castToInt(value, dataType), true); break;
+    case 'int32': view.setInt32(0, Number(castToInt(value, dataType)), true); break;
+    case 'uint32': view.setUint32(0, Number(castToInt(value, dataType)), true); break;
+    case 'int8': view.setInt8(0, Number(castToInt(value, dataType))); break;
+    case 'uint8': view.setUint8(0, Number(castToInt(value, dataType))); break;
     default: throw new TypeError(`unknown data type ${dataType}`);
   }
   return new Uint8Array(buf);
@@ -75,12 +117,11 @@ export function scalarBytes(dataType, value) {
 
 /** IEEE half-precision bits of a number, round to nearest even. */
 export function float16Bits(x) {
-  if (typeof Math.f16round === 'function') {
-    const dv = new DataView(new ArrayBuffer(2));
-    if (typeof dv.setFloat16 === 'function') { dv.setFloat16(0, x, true); return dv.getUint16(0, true); }
-  }
+  const dv = new DataView(new ArrayBuffer(2));
+  if (typeof dv.setFloat16 === 'function') { dv.setFloat16(0, x, true); return dv.getUint16(0, true); }
   const f32 = new Float32Array(1);
   const u32 = new Uint32Array(f32.buffer);
+  // float64 -> float32 -> float16 can round twice; exact for every value that is already a float32
   f32[0] = x;
   const bits = u32[0];
   const sign = (bits >>> 16) & 0x8000;
@@ -103,4 +144,12 @@ export function float16Bits(x) {
   const rem = mant & 0x1fff;
   if (rem > 0x1000 || (rem === 0x1000 && (half & 1))) half++;
   return half;
+}
+
+/** AllowSharedBufferSource conversion: TypeError unless `v` is an ArrayBuffer, SharedArrayBuffer or a view. */
+export function checkBufferSource(v, where) {
+  if (!isArrayBuffer(v) && !ArrayBuffer.isView(v)) {
+    throw new TypeError(`${where}: expected an ArrayBuffer, SharedArrayBuffer or ArrayBufferView`);
+  }
+  return v;
 }

@@ -1,22 +1,25 @@
 // MLContext: owns graphs and tensors in the execution worker and orders work on its timeline.
 // https://www.w3.org/TR/webnn/#api-mlcontext
 
-import {byteLengthOf, bytesFor, copyFor} from './buffers.js';
-import {toDictionary, toOperandDescriptor} from './idl.js';
-import {INTERNAL, contextState, graphState, illegal, tensorState} from './internal.js';
-import {makeGraph} from './graph.js';
-import {makeTensor} from './tensor.js';
+import {BYTES_PER_ELEMENT, bytesFor, checkBufferSource, copyFor} from './buffers.js';
+import {checkDimensions, toDictionary, toOperandDescriptor, toRecord, toTensorDescriptor} from './idl.js';
+import {
+  INTERNAL, contextState, defineInterface, foreignHint, graphState, illegal, stateOf, tensorState,
+} from './internal.js';
+import {destroyGraphState, makeGraph} from './graph.js';
+import {destroyTensorState, makeTensor} from './tensor.js';
 
 let nextContextId = 1;
 let nextObjectId = 1;
 
-function mixedHint(v) {
-  const tag = v !== null && typeof v === 'object' ? Object.prototype.toString.call(v) : '';
-  return (tag === '[object MLTensor]' || tag === '[object MLGraph]')
-    ? ' (it belongs to another WebNN implementation; native and polyfill objects cannot be mixed)' : '';
+// Tensors and graphs that script drops without destroy() are released in the worker once collected.
+const collected = new FinalizationRegistry(({core, kind, state}) => core.collect(kind, state));
+
+function lostError(where) {
+  return new DOMException(`${where}: the context is lost`, 'InvalidStateError');
 }
 
-/** The context's private half: worker handle, timeline bookkeeping, lost state. */
+/** The context's private half: worker handle, its live tensors and graphs, the lost state. */
 class ContextCore {
   constructor(runtime, worker, options) {
     this.runtime = runtime;
@@ -24,150 +27,281 @@ class ContextCore {
     this.id = nextContextId++;
     this.options = options;
     this.lost = false;
+    this.tensors = new Set();
+    this.graphs = new Set();
+    this.aborts = new Set();
     this.lostPromise = new Promise((resolve) => { this.resolveLost = resolve; });
-    this.onWorkerLost = (w, reason) => { if (w === this.worker) this.markLost(`the WebNN worker was lost: ${reason}`); };
+    this.onWorkerLost = (w, reason) => {
+      if (w === this.worker) this.markLost(`the WebNN worker was lost: ${reason}`);
+    };
     runtime.lostListeners.add(this.onWorkerLost);
   }
 
+  /** The spec's "lose" steps: resolve `lost`, destroy every graph and tensor, abort work in flight.
+   *  https://www.w3.org/TR/webnn/#mlcontext-lose */
   markLost(message) {
     if (this.lost) return;
     this.lost = true;
     this.runtime.lostListeners.delete(this.onWorkerLost);
     this.resolveLost({message});
+    for (const g of [...this.graphs]) destroyGraphState(g);
+    for (const t of [...this.tensors]) destroyTensorState(t, `the context is lost: ${message}`);
+    for (const abort of [...this.aborts]) abort();
+    this.aborts.clear();
   }
 
-  checkAlive(what) {
-    if (this.lost) throw new DOMException(`${what}: the context is lost`, 'InvalidStateError');
+  /** `promise`, but rejected with InvalidStateError as soon as the context is lost ("abort when"). */
+  untilLost(promise, where) {
+    if (this.lost) return Promise.reject(lostError(where));
+    return new Promise((resolve, reject) => {
+      const abort = () => reject(lostError(where));
+      this.aborts.add(abort);
+      promise.then(
+        (v) => { this.aborts.delete(abort); resolve(v); },
+        (e) => { this.aborts.delete(abort); reject(this.lost ? lostError(where) : e); });
+    });
   }
 
-  async buildGraph(graph, constants, constantTensors) {
-    this.checkAlive('MLGraphBuilder.build');
+  adoptTensor(tensor, state) {
+    this.tensors.add(state);
+    collected.register(tensor, {core: this, kind: 'tensor', state}, state);
+  }
+
+  adoptGraph(graph, state) {
+    this.graphs.add(state);
+    collected.register(graph, {core: this, kind: 'graph', state}, state);
+  }
+
+  releaseTensor(s) {
+    this.tensors.delete(s);
+    collected.unregister(s);
+    if (!this.lost) this.worker.post('destroyTensor', {tid: s.id});
+  }
+
+  releaseGraph(s) {
+    this.graphs.delete(s);
+    collected.unregister(s);
+    if (!this.lost) this.worker.post('destroyGraph', {gid: s.id});
+  }
+
+  /** A tensor or graph was garbage-collected without destroy(): free its worker-side data. */
+  collect(kind, state) {
+    if (state.destroyed || this.lost || (state.pending && state.pending.size)) return;
+    state.destroyed = true;
+    if (kind === 'tensor') this.releaseTensor(state);
+    else this.releaseGraph(state);
+  }
+
+  /** WebIDL conversion of an MLGraph argument. */
+  graphArg(v, where) {
+    const g = graphState.get(v);
+    if (!g) throw new TypeError(`${where}: the graph is not an MLGraph${foreignHint(v, 'MLGraph', graphState)}`);
+    return g;
+  }
+
+  /** WebIDL conversion of an MLTensor argument. */
+  tensorArg(v, where) {
+    const t = tensorState.get(v);
+    if (!t) throw new TypeError(`${where} is not an MLTensor${foreignHint(v, 'MLTensor', tensorState)}`);
+    return t;
+  }
+
+  /** Check a descriptor against the limits for `kind` ("input" or "constant") and the spec's dimensions. */
+  checkDescriptor(desc, where, kind) {
+    const limits = this.runtime.limits;
+    if (!limits[kind].dataTypes.includes(desc.dataType)) {
+      throw new TypeError(`${where}: data type ${desc.dataType} is not supported`);
+    }
+    checkDimensions(desc, where, limits.maxTensorByteLength, BYTES_PER_ELEMENT[desc.dataType]);
+  }
+
+  /** "Validate tensors with descriptors" for dispatch().  https://www.w3.org/TR/webnn/#validate-tensors-with-descriptors */
+  validateNamed(entries, expected, where) {
+    const names = Object.keys(expected);
+    for (const [name, t] of entries) {
+      if (!(name in expected)) {
+        throw new TypeError(`${where}: the graph has no ${where.endsWith('inputs') ? 'input' : 'output'} `
+          + `named '${name}' (expected ${names.join(', ') || 'none'})`);
+      }
+      if (t.constant) throw new TypeError(`${where}['${name}']: a constant tensor cannot be bound to a graph`);
+      const d = expected[name];
+      if (t.dataType !== d.dataType || t.shape.length !== d.shape.length || t.shape.some((v, i) => v !== d.shape[i])) {
+        throw new TypeError(`${where}['${name}']: the tensor is ${t.dataType}[${t.shape}], `
+          + `the graph expects ${d.dataType}[${d.shape}]`);
+      }
+    }
+    if (entries.length !== names.length) {
+      throw new TypeError(`${where}: expected tensors named [${names.join(', ')}], got `
+        + `[${entries.map(([n]) => n).join(', ')}]`);
+    }
+    return Object.fromEntries(entries.map(([n, t]) => [n, t.id]));
+  }
+
+  async createTensor(desc, flags, bytes, where) {
+    const tid = nextObjectId++;
+    const transfer = bytes ? [bytes.buffer] : [];
+    await this.untilLost(this.worker.request('createTensor', {
+      ctx: this.id, tid, desc: JSON.stringify({dataType: desc.dataType, shape: desc.shape}),
+      readable: flags.readable, writable: flags.writable, constant: flags.constant, data: bytes,
+    }, transfer), where);
+    return makeTensor(this, tid, desc, flags);
+  }
+
+  /** Compile a graph the page's builder host produced, with its constant bytes and constant tensors. */
+  async buildGraph(graph, constants, constantTensors, where) {
     const gid = nextObjectId++;
     const ids = [...constants.keys()];
     const buffers = ids.map((i) => constants.get(i));
-    await this.worker.request('build', {
+    await this.untilLost(this.worker.request('build', {
       ctx: this.id, gid, graph: JSON.stringify(graph), constIds: JSON.stringify(ids), buffers,
       constantTensors: JSON.stringify(constantTensors),
-    }, [...new Set(buffers.map((b) => b.buffer))]);
+    }, [...new Set(buffers.map((b) => b.buffer))]), where);
     const descs = (names) => Object.fromEntries(Object.entries(names).map(([name, id]) => {
       const o = graph.operands.find((x) => x.id === id);
       return [name, {dataType: o.dataType, shape: o.shape}];
     }));
-    return makeGraph(this.context, gid, descs(graph.inputs), descs(graph.outputs));
+    return makeGraph(this, gid, descs(graph.inputs), descs(graph.outputs));
   }
 
-  graph(graph, what) {
-    const g = graphState.get(graph);
-    if (!g) throw new TypeError(`${what}: the graph is not an MLGraph${mixedHint(graph)}`);
-    if (g.context !== this.context) throw new TypeError(`${what}: the graph belongs to another context`);
-    if (g.destroyed) throw new DOMException(`${what}: the graph has been destroyed`, 'InvalidStateError');
-    return g;
-  }
-
-  tensor(tensor, what) {
-    const t = tensorState.get(tensor);
-    if (!t) throw new TypeError(`${what}: not an MLTensor${mixedHint(tensor)}`);
-    if (t.context !== this.context) throw new TypeError(`${what}: the tensor belongs to another context`);
-    if (t.destroyed) throw new TypeError(`${what}: the tensor has been destroyed`);
-    return t;
-  }
-
-  namedTensors(record, expected, what) {
-    const entries = Object.entries(toDictionary(record, what));
-    const names = Object.keys(expected);
-    if (entries.length !== names.length || !entries.every(([n]) => n in expected)) {
-      throw new TypeError(`${what}: expected tensors named [${names.join(', ')}], got [${entries.map(([n]) => n).join(', ')}]`);
-    }
-    const ids = {};
-    for (const [name, tensor] of entries) {
-      const t = this.tensor(tensor, `${what}['${name}']`);
-      const d = expected[name];
-      if (t.dataType !== d.dataType || t.shape.length !== d.shape.length || t.shape.some((v, i) => v !== d.shape[i])) {
-        throw new TypeError(`${what}['${name}']: tensor is ${t.dataType}[${t.shape}], the graph expects ${d.dataType}[${d.shape}]`);
-      }
-      ids[name] = t.id;
-    }
-    return ids;
+  destroy() {
+    if (this.lost) return;
+    this.worker.post('destroyContext', {ctx: this.id});
+    this.markLost('destroy() was called');
   }
 }
 
 export class MLContext {
-  constructor(token, runtime, worker, options) {
+  constructor(token, core) {
     illegal(token);
-    const core = new ContextCore(runtime, worker, options);
     core.context = this;
     contextState.set(this, core);
   }
 
   /** dispatch(graph, inputs, outputs): queue an execution.  https://www.w3.org/TR/webnn/#api-mlcontext-dispatch */
   dispatch(graph, inputs, outputs) {
-    const c = core(this, 'dispatch');
-    if (arguments.length < 3) throw new TypeError('MLContext.dispatch: 3 arguments required');
-    const g = c.graph(graph, 'MLContext.dispatch');
-    c.checkAlive('MLContext.dispatch');
-    const ins = c.namedTensors(inputs, g.inputs, 'MLContext.dispatch: inputs');
-    const outs = c.namedTensors(outputs, g.outputs, 'MLContext.dispatch: outputs');
-    const outIds = Object.values(outs);
-    if (new Set(outIds).size !== outIds.length) throw new TypeError('MLContext.dispatch: the same tensor is used for two outputs');
-    if (Object.values(ins).some((id) => outIds.includes(id))) throw new TypeError('MLContext.dispatch: a tensor is both an input and an output');
-    c.worker.post('dispatch', {ctx: c.id, gid: g.id, inputs: JSON.stringify(ins), outputs: JSON.stringify(outs)});
+    const where = 'MLContext.dispatch';
+    const c = stateOf(contextState, this, where);
+    if (arguments.length < 3) throw new TypeError(`${where}: 3 arguments required, but only ${arguments.length} present`);
+    const g = c.graphArg(graph, `${where}: graph`);
+    const ins = toRecord(inputs, `${where}: inputs`, (v, w) => c.tensorArg(v, w));
+    const outs = toRecord(outputs, `${where}: outputs`, (v, w) => c.tensorArg(v, w));
+    if (g.context !== this) throw new TypeError(`${where}: the graph belongs to another MLContext`);
+    if (g.destroyed) throw new DOMException(`${where}: the graph has been destroyed`, 'InvalidStateError');
+    // The same tensor may feed several inputs (Chromium and WPT allow it); outputs must be distinct.
+    const outStates = outs.map(([, t]) => t);
+    if (new Set(outStates).size !== outStates.length) {
+      throw new TypeError(`${where}: the same tensor is bound to two outputs`);
+    }
+    const inStates = new Set(ins.map(([, t]) => t));
+    const both = outs.find(([, t]) => inStates.has(t));
+    if (both) throw new TypeError(`${where}: outputs['${both[0]}'] is also bound as an input`);
+    for (const [name, t] of [...ins, ...outs]) {
+      if (t.context !== this) throw new TypeError(`${where}: the tensor '${name}' belongs to another MLContext`);
+      if (t.destroyed) throw new TypeError(`${where}: the tensor '${name}' has been destroyed`);
+    }
+    const inIds = c.validateNamed(ins, g.inputs, `${where}: inputs`);
+    const outIds = c.validateNamed(outs, g.outputs, `${where}: outputs`);
+    c.worker.post('dispatch', {ctx: c.id, gid: g.id, inputs: JSON.stringify(inIds), outputs: JSON.stringify(outIds)});
   }
 
   /** createTensor(descriptor).  https://www.w3.org/TR/webnn/#api-mlcontext-createtensor */
   async createTensor(descriptor) {
-    const c = core(this, 'createTensor');
-    c.checkAlive('MLContext.createTensor');
-    const desc = toOperandDescriptor(descriptor, 'MLContext.createTensor: descriptor');
-    const flags = {readable: !!descriptor.readable, writable: !!descriptor.writable, constant: false};
-    return c.createTensor(desc, flags, null);
+    const where = 'MLContext.createTensor';
+    const c = stateOf(contextState, this, where);
+    if (arguments.length < 1) throw new TypeError(`${where}: 1 argument required, but only 0 present`);
+    const desc = toTensorDescriptor(descriptor, `${where}: descriptor`);
+    if (c.lost) throw lostError(where);
+    c.checkDescriptor(desc, where, 'input');
+    return c.createTensor(desc, {readable: desc.readable, writable: desc.writable, constant: false}, null, where);
   }
 
-  /** createConstantTensor(descriptor, data).  https://www.w3.org/TR/webnn/#api-mlcontext-createconstanttensor */
-  async createConstantTensor(descriptor, data) {
-    const c = core(this, 'createConstantTensor');
-    c.checkAlive('MLContext.createConstantTensor');
-    const desc = toOperandDescriptor(descriptor, 'MLContext.createConstantTensor: descriptor');
-    const bytes = copyFor(data, desc, 'MLContext.createConstantTensor');
-    return c.createTensor(desc, {readable: false, writable: false, constant: true}, bytes);
+  /** createConstantTensor(descriptor, inputData).  https://www.w3.org/TR/webnn/#api-mlcontext-createconstanttensor */
+  async createConstantTensor(descriptor, inputData) {
+    const where = 'MLContext.createConstantTensor';
+    const c = stateOf(contextState, this, where);
+    if (arguments.length < 2) throw new TypeError(`${where}: 2 arguments required, but only ${arguments.length} present`);
+    const desc = toOperandDescriptor(descriptor, `${where}: descriptor`);
+    checkBufferSource(inputData, `${where}: inputData`);
+    if (c.lost) throw lostError(where);
+    c.checkDescriptor(desc, where, 'constant');
+    const bytes = copyFor(inputData, desc, `${where}: inputData`);
+    return c.createTensor(desc, {readable: false, writable: false, constant: true}, bytes, where);
   }
 
-  /** writeTensor(tensor, data): copy now, write on the timeline.  https://www.w3.org/TR/webnn/#api-mlcontext-writetensor */
-  writeTensor(tensor, data) {
-    const c = core(this, 'writeTensor');
-    if (arguments.length < 2) throw new TypeError('MLContext.writeTensor: 2 arguments required');
-    const t = c.tensor(tensor, 'MLContext.writeTensor');
-    c.checkAlive('MLContext.writeTensor');
-    if (!t.writable) throw new TypeError('MLContext.writeTensor: the tensor was not created writable');
-    const bytes = copyFor(data, t, 'MLContext.writeTensor');
+  /** readTensor(tensor) and readTensor(tensor, outputData).  https://www.w3.org/TR/webnn/#api-mlcontext-readtensor */
+  async readTensor(tensor, outputData) {
+    const where = 'MLContext.readTensor';
+    const c = stateOf(contextState, this, where);
+    if (arguments.length < 1) throw new TypeError(`${where}: 1 argument required, but only 0 present`);
+    const t = c.tensorArg(tensor, `${where}: tensor`);
+    const byob = arguments.length >= 2;
+    if (byob) checkBufferSource(outputData, `${where}: outputData`);
+    if (t.context !== this) throw new TypeError(`${where}: the tensor belongs to another MLContext`);
+    // WPT (read_after_destroy, destroyed context) expects InvalidStateError where the spec text says TypeError
+    if (t.destroyed) throw new DOMException(`${where}: the tensor has been destroyed`, 'InvalidStateError');
+    if (!t.readable) throw new TypeError(`${where}: the tensor was not created with readable: true`);
+    // WPT ("read with larger array") accepts an outputData longer than the tensor
+    if (byob) bytesFor(outputData, t, `${where}: outputData`, {allowLarger: true});
+    let settle;
+    const result = new Promise((resolve, reject) => { settle = {resolve, reject}; });
+    t.pending.add(settle.reject);
+    c.worker.request('read', {ctx: c.id, tid: t.id}).then((buffer) => {
+      if (!t.pending.delete(settle.reject)) return;  // already rejected by destroy()
+      if (!byob) { settle.resolve(buffer); return; }
+      try {
+        // re-validated: outputData may have been detached while the read was queued
+        bytesFor(outputData, t, `${where}: outputData`, {allowLarger: true}).set(new Uint8Array(buffer));
+        settle.resolve(undefined);
+      } catch (e) {
+        settle.reject(e);
+      }
+    }, (e) => {
+      if (t.pending.delete(settle.reject)) settle.reject(e);
+    });
+    return result;
+  }
+
+  /** writeTensor(tensor, inputData): copy now, write on the timeline.  https://www.w3.org/TR/webnn/#api-mlcontext-writetensor */
+  writeTensor(tensor, inputData) {
+    const where = 'MLContext.writeTensor';
+    const c = stateOf(contextState, this, where);
+    if (arguments.length < 2) throw new TypeError(`${where}: 2 arguments required, but only ${arguments.length} present`);
+    const t = c.tensorArg(tensor, `${where}: tensor`);
+    checkBufferSource(inputData, `${where}: inputData`);
+    if (t.context !== this) throw new TypeError(`${where}: the tensor belongs to another MLContext`);
+    // WPT (write / destroy, destroyed context) expects InvalidStateError where the spec text says TypeError
+    if (t.destroyed) throw new DOMException(`${where}: the tensor has been destroyed`, 'InvalidStateError');
+    if (!t.writable) throw new TypeError(`${where}: the tensor was not created with writable: true`);
+    const bytes = copyFor(inputData, t, `${where}: inputData`);
     c.worker.post('write', {ctx: c.id, tid: t.id, data: bytes}, [bytes.buffer]);
   }
 
-  /** readTensor(tensor[, outputData]).  https://www.w3.org/TR/webnn/#api-mlcontext-readtensor */
-  async readTensor(tensor, outputData) {
-    const c = core(this, 'readTensor');
-    const t = c.tensor(tensor, 'MLContext.readTensor');
-    c.checkAlive('MLContext.readTensor');
-    if (!t.readable) throw new TypeError('MLContext.readTensor: the tensor was not created readable');
-    if (outputData !== undefined) bytesFor(outputData, t, 'MLContext.readTensor');
-    let buffer;
-    try {
-      buffer = await c.worker.request('read', {ctx: c.id, tid: t.id});
-    } catch (e) {
-      if (t.destroyed) throw new DOMException('MLContext.readTensor: the tensor was destroyed', 'InvalidStateError');
-      if (c.lost) throw new DOMException('MLContext.readTensor: the context is lost', 'InvalidStateError');
-      throw e;
-    }
-    if (outputData === undefined) return buffer;
-    bytesFor(outputData, t, 'MLContext.readTensor').set(new Uint8Array(buffer));
-    return undefined;
+  /** opSupportLimits(): a fresh MLOpSupportLimits dictionary.  https://www.w3.org/TR/webnn/#api-mlcontext-opsupportlimits */
+  opSupportLimits() {
+    return structuredClone(stateOf(contextState, this, 'MLContext.opSupportLimits').runtime.limits);
   }
+
+  /** destroy(): release everything; `lost` resolves.  https://www.w3.org/TR/webnn/#api-mlcontext-destroy */
+  destroy() {
+    stateOf(contextState, this, 'MLContext.destroy').destroy();
+  }
+
+  /** A promise resolved with MLContextLostInfo when the context is lost.  https://www.w3.org/TR/webnn/#dom-mlcontext-lost */
+  get lost() { return stateOf(contextState, this, 'MLContext.lost').lostPromise; }
+
+  /** The polyfill runs every graph on the CPU, in a worker: never accelerated. */
+  get accelerated() { stateOf(contextState, this, 'MLContext.accelerated'); return false; }
 
   /** compute(graph, inputs, outputs): legacy one-shot execution that transfers the buffers.
    *  https://www.w3.org/TR/2023/CR-webnn-20230330/#api-mlcontext-async-execution */
   async compute(graph, inputs, outputs) {
-    const c = core(this, 'compute');
-    const g = c.graph(graph, 'MLContext.compute');
-    c.checkAlive('MLContext.compute');
+    const where = 'MLContext.compute';
+    const c = stateOf(contextState, this, where);
+    if (arguments.length < 3) throw new TypeError(`${where}: 3 arguments required, but only ${arguments.length} present`);
+    const g = c.graphArg(graph, `${where}: graph`);
+    if (g.context !== this) throw new TypeError(`${where}: the graph belongs to another MLContext`);
+    if (g.destroyed) throw new DOMException(`${where}: the graph has been destroyed`, 'InvalidStateError');
+    if (c.lost) throw lostError(where);
     const views = (record, expected, what) => {
       const entries = Object.entries(toDictionary(record, what));
       const names = Object.keys(expected);
@@ -175,65 +309,35 @@ export class MLContext {
         throw new TypeError(`${what}: expected buffers named [${names.join(', ')}]`);
       }
       for (const [name, view] of entries) {
-        if (!ArrayBuffer.isView(view)) throw new TypeError(`${what}['${name}']: expected an ArrayBufferView`);
+        if (!ArrayBuffer.isView(view) || view instanceof DataView) {
+          throw new TypeError(`${what}['${name}']: expected a typed array`);
+        }
         bytesFor(view, expected[name], `${what}['${name}']`);
       }
       return entries;
     };
-    const ins = views(inputs, g.inputs, 'MLContext.compute: inputs');
-    const outs = views(outputs, g.outputs, 'MLContext.compute: outputs');
+    const ins = views(inputs, g.inputs, `${where}: inputs`);
+    const outs = views(outputs, g.outputs, `${where}: outputs`);
     const all = [...ins, ...outs].map(([, v]) => v.buffer);
-    if (new Set(all).size !== all.length) throw new TypeError('MLContext.compute: the same buffer is used twice');
-    const meta = (entries) => entries.map(([name, v]) => ({name, ctor: v.constructor.name, byteOffset: v.byteOffset, length: v.length, buffer: v.buffer}));
+    if (new Set(all).size !== all.length) throw new TypeError(`${where}: the same ArrayBuffer is used twice`);
+    const meta = (entries) => entries.map(([name, v]) => ({
+      name, ctor: Object.prototype.toString.call(v).slice(8, -1), byteOffset: v.byteOffset, length: v.length,
+      buffer: v.buffer,
+    }));
     const inMeta = meta(ins);
     const outMeta = meta(outs);
-    const reply = await c.worker.request('compute', {ctx: c.id, gid: g.id, inputs: inMeta, outputs: outMeta}, all);
+    const reply = await c.untilLost(
+      c.worker.request('compute', {ctx: c.id, gid: g.id, inputs: inMeta, outputs: outMeta}, all), where);
     const rebuild = (list) => Object.fromEntries(list.map((m) => [m.name, new globalThis[m.ctor](m.buffer, m.byteOffset, m.length)]));
-    return {graph, inputs: rebuild(reply.inputs), outputs: rebuild(reply.outputs)};
+    return {inputs: rebuild(reply.inputs), outputs: rebuild(reply.outputs)};
   }
-
-  /** opSupportLimits().  https://www.w3.org/TR/webnn/#api-mlcontext-opsupportlimits */
-  opSupportLimits() {
-    return structuredClone(core(this, 'opSupportLimits').runtime.limits);
-  }
-
-  /** destroy(): release everything; `lost` resolves.  https://www.w3.org/TR/webnn/#api-mlcontext-destroy */
-  destroy() {
-    const c = core(this, 'destroy');
-    if (c.lost) return;
-    c.worker.post('destroyContext', {ctx: c.id});
-    c.markLost('the context was destroyed');
-  }
-
-  get lost() { return core(this, 'lost').lostPromise; }
-  get accelerated() { core(this, 'accelerated'); return false; }
-
-  _releaseGraph(gid) { const c = contextState.get(this); if (!c.lost) c.worker.post('destroyGraph', {gid}); }
-  _releaseTensor(tid) { const c = contextState.get(this); if (!c.lost) c.worker.post('destroyTensor', {tid}); }
 }
-Object.defineProperty(MLContext.prototype, Symbol.toStringTag, {value: 'MLContext'});
-for (const name of ['_releaseGraph', '_releaseTensor']) {
-  Object.defineProperty(MLContext.prototype, name, {enumerable: false});
-}
+defineInterface(MLContext, 'MLContext', {
+  dispatch: 3, createTensor: 1, createConstantTensor: 2, readTensor: 1, writeTensor: 2, opSupportLimits: 0,
+  destroy: 0, compute: 3,
+});
 
-ContextCore.prototype.createTensor = async function (desc, flags, bytes) {
-  const tid = nextObjectId++;
-  const transfer = bytes ? [bytes.buffer] : [];
-  await this.worker.request('createTensor', {
-    ctx: this.id, tid, desc: JSON.stringify(desc), readable: flags.readable, writable: flags.writable,
-    constant: flags.constant, data: bytes,
-  }, transfer);
-  return makeTensor(this.context, tid, desc, flags);
-};
-
-function core(ctx, what) {
-  const c = contextState.get(ctx);
-  if (!c) throw new TypeError(`Illegal invocation of MLContext.${what}`);
-  return c;
-}
-
+/** A new MLContext on `worker` with the converted createContext() options. */
 export function makeContext(runtime, worker, options) {
-  return new MLContext(INTERNAL, runtime, worker, options);
+  return new MLContext(INTERNAL, new ContextCore(runtime, worker, options));
 }
-
-export {byteLengthOf};

@@ -1,24 +1,32 @@
 // MLGraph: a compiled graph living in the execution worker.  https://www.w3.org/TR/webnn/#api-mlgraph
 
-import {INTERNAL, graphState, illegal} from './internal.js';
+import {INTERNAL, defineInterface, graphState, illegal, stateOf} from './internal.js';
 
 export class MLGraph {
-  constructor(token, context, id, inputs, outputs) {
+  constructor(token, state) {
     illegal(token);
-    graphState.set(this, {context, id, inputs, outputs, destroyed: false});
+    graphState.set(this, state);
   }
 
-  /** destroy(): release the graph; later dispatches with it throw InvalidStateError. */
+  /** destroy(): release the graph; later dispatches with it throw InvalidStateError.
+   *  https://www.w3.org/TR/webnn/#api-mlgraph-destroy */
   destroy() {
-    const s = graphState.get(this);
-    if (!s) throw new TypeError('Illegal invocation');
-    if (s.destroyed) return;
-    s.destroyed = true;
-    s.context._releaseGraph(s.id);
+    destroyGraphState(stateOf(graphState, this, 'MLGraph.destroy'));
   }
 }
-Object.defineProperty(MLGraph.prototype, Symbol.toStringTag, {value: 'MLGraph'});
+defineInterface(MLGraph, 'MLGraph', {destroy: 0});
 
-export function makeGraph(context, id, inputs, outputs) {
-  return new MLGraph(INTERNAL, context, id, inputs, outputs);
+/** The destroy() steps on a graph's state; also run for every graph when its context is lost. */
+export function destroyGraphState(s) {
+  if (s.destroyed) return;
+  s.destroyed = true;
+  s.core.releaseGraph(s);
+}
+
+/** A new MLGraph of `core` whose inputs/outputs map names to {dataType, shape}. */
+export function makeGraph(core, id, inputs, outputs) {
+  const state = {core, context: core.context, id, inputs, outputs, destroyed: false};
+  const graph = new MLGraph(INTERNAL, state);
+  core.adoptGraph(graph, state);
+  return graph;
 }

@@ -1,33 +1,71 @@
-// WebIDL conversions for builder arguments and option dictionaries, done before the core validates.
+// WebIDL conversions for arguments and dictionaries, done before the core validates.
 // https://webidl.spec.whatwg.org/#es-type-mapping
 
 const MAX_ULONG = 2 ** 32 - 1;
+
+export const DATA_TYPES = ['float32', 'float16', 'int32', 'uint32', 'int64', 'uint64', 'int8', 'uint8'];
 
 function fail(where, message) {
   throw new TypeError(`${where}: ${message}`);
 }
 
+function isObject(v) {
+  return v !== null && (typeof v === 'object' || typeof v === 'function');
+}
+
+/** ToPrimitive(v, "number"): @@toPrimitive, then valueOf, then toString.  https://tc39.es/ecma262/#sec-toprimitive */
+function toPrimitive(v, where) {
+  if (!isObject(v)) return v;
+  const exotic = v[Symbol.toPrimitive];
+  if (exotic !== undefined && exotic !== null) {
+    const r = exotic.call(v, 'number');
+    if (isObject(r)) fail(where, 'cannot convert the object to a primitive value');
+    return r;
+  }
+  for (const m of ['valueOf', 'toString']) {
+    const f = v[m];
+    if (typeof f === 'function') {
+      const r = f.call(v);
+      if (!isObject(r)) return r;
+    }
+  }
+  return fail(where, 'cannot convert the object to a primitive value');
+}
+
+/** ToNumeric: a number, or a bigint kept as is.  https://tc39.es/ecma262/#sec-tonumeric */
+function toNumeric(v, where) {
+  const p = toPrimitive(v, where);
+  if (typeof p === 'symbol') fail(where, 'a Symbol cannot be converted to a number');
+  return typeof p === 'bigint' ? p : Number(p);
+}
+
 function toNumber(v, where) {
-  if (typeof v === 'bigint') fail(where, 'a BigInt is not accepted here');
-  if (typeof v === 'symbol') fail(where, 'a Symbol is not accepted here');
-  return Number(v);
+  const n = toNumeric(v, where);
+  if (typeof n === 'bigint') fail(where, 'a BigInt is not accepted here');
+  return n;
+}
+
+/** DOMString / USVString (a Symbol throws TypeError, as WebIDL's ToString does). */
+export function toDOMString(v, where) {
+  if (typeof v === 'symbol') fail(where, 'a Symbol cannot be converted to a string');
+  return `${v}`;
 }
 
 /** [EnforceRange] unsigned long. */
 export function toUnsignedLong(v, where) {
   const n = toNumber(v, where);
-  if (!Number.isFinite(n)) fail(where, `${String(v)} is not a finite number`);
+  if (!Number.isFinite(n)) fail(where, `${String(n)} is not a finite number`);
   const t = Math.trunc(n);
-  if (t < 0 || t > MAX_ULONG) fail(where, `${String(v)} is outside the unsigned long range`);
+  if (t < 0 || t > MAX_ULONG) fail(where, `${String(n)} is outside the unsigned long range`);
   return t;
 }
 
 /** [EnforceRange] long. */
 export function toLong(v, where) {
   const n = toNumber(v, where);
-  if (!Number.isFinite(n)) fail(where, `${String(v)} is not a finite number`);
+  if (!Number.isFinite(n)) fail(where, `${String(n)} is not a finite number`);
   const t = Math.trunc(n);
-  if (t < -(2 ** 31) || t > 2 ** 31 - 1) fail(where, `${String(v)} is outside the long range`);
+  if (t < -(2 ** 31) || t > 2 ** 31 - 1) fail(where, `${String(n)} is outside the long range`);
   return t;
 }
 
@@ -35,37 +73,53 @@ export function toLong(v, where) {
 export function toFiniteNumber(v, where, isFloat = false) {
   const n = toNumber(v, where);
   const x = isFloat ? Math.fround(n) : n;
-  if (!Number.isFinite(x)) fail(where, `${String(v)} is not a finite ${isFloat ? 'float' : 'double'}`);
+  if (!Number.isFinite(x)) fail(where, `${String(n)} is not a finite ${isFloat ? 'float' : 'double'}`);
   return x;
 }
 
 /** sequence<T>: any iterable object. */
 export function toSequence(v, where, convert) {
-  if (v === null || typeof v !== 'object' || typeof v[Symbol.iterator] !== 'function') {
-    fail(where, 'expected a sequence');
-  }
+  if (!isObject(v) || typeof v[Symbol.iterator] !== 'function') fail(where, 'expected a sequence');
   return Array.from(v, (x, i) => convert(x, `${where}[${i}]`));
 }
 
 /** An IDL enum value. */
 export function toEnum(v, where, values, enumName) {
-  const s = String(v);
+  const s = toDOMString(v, where);
   if (!values.includes(s)) fail(where, `'${s}' is not a valid value of enum ${enumName}`);
   return s;
 }
 
-/** MLNumber = (bigint or unrestricted double), encoded for JSON: non-finite and bigint values are tagged. */
+/** MLNumber = (bigint or unrestricted double).  https://www.w3.org/TR/webnn/#typedefdef-mlnumber */
+export function toMLNumberValue(v, where) {
+  return toNumeric(v, where);
+}
+
+/** MLNumber encoded for JSON: non-finite and bigint values are tagged for the core. */
 export function toMLNumber(v, where) {
-  if (typeof v === 'bigint') return {$n: v.toString()};
-  const n = toNumber(v, where);
+  const n = toNumeric(v, where);
+  if (typeof n === 'bigint') return {$n: n.toString()};
   return Number.isFinite(n) ? n : {$n: String(n)};
 }
 
 /** A dictionary argument: undefined/null is an empty dictionary, anything else must be an object. */
 export function toDictionary(v, where) {
   if (v === undefined || v === null) return {};
-  if (typeof v !== 'object' && typeof v !== 'function') fail(where, 'expected a dictionary object');
+  if (!isObject(v)) fail(where, 'expected a dictionary object');
   return v;
+}
+
+/** record<USVString, T>: the object's own enumerable string keys, in order, each value converted. */
+export function toRecord(v, where, convert) {
+  if (v === undefined || v === null) return [];
+  if (!isObject(v)) fail(where, 'expected an object (a record of names to values)');
+  const out = [];
+  for (const key of Reflect.ownKeys(v)) {
+    if (typeof key !== 'string') continue;
+    const d = Reflect.getOwnPropertyDescriptor(v, key);
+    if (d && d.enumerable) out.push([key, convert(v[key], `${where}['${key}']`)]);
+  }
+  return out;
 }
 
 /** Convert one non-operand value by the kind the core's op table gives. */
@@ -76,7 +130,7 @@ export function convertValue(param, v, where) {
     case 'sequence<unsigned long>': return toSequence(v, where, toUnsignedLong);
     case 'sequence<long>': return toSequence(v, where, toLong);
     case '(unsigned long or sequence<unsigned long>)':
-      return (v !== null && typeof v === 'object') ? toSequence(v, where, toUnsignedLong) : toUnsignedLong(v, where);
+      return isObject(v) ? toSequence(v, where, toUnsignedLong) : toUnsignedLong(v, where);
     case 'double': return toFiniteNumber(v, where);
     case 'float': return toFiniteNumber(v, where, true);
     case 'sequence<float>': return toSequence(v, where, (x, w) => toFiniteNumber(x, w, true));
@@ -89,15 +143,36 @@ export function convertValue(param, v, where) {
   }
 }
 
-export const DATA_TYPES = ['float32', 'float16', 'int32', 'uint32', 'int64', 'uint64', 'int8', 'uint8'];
-
 /** MLOperandDescriptor {dataType, shape}; the legacy `dimensions` member is accepted too. */
 export function toOperandDescriptor(v, where) {
   const d = toDictionary(v, where);
-  if (d.dataType === undefined) fail(where, "the descriptor's dataType is required");
-  const dataType = toEnum(d.dataType, `${where}.dataType`, DATA_TYPES, 'MLOperandDataType');
+  const rawType = d.dataType;
+  if (rawType === undefined) fail(where, "the descriptor's dataType is required");
+  const dataType = toEnum(rawType, `${where}.dataType`, DATA_TYPES, 'MLOperandDataType');
   const rawShape = d.shape !== undefined ? d.shape : d.dimensions;
   if (rawShape === undefined) fail(where, "the descriptor's shape is required");
   const shape = toSequence(rawShape, `${where}.shape`, toUnsignedLong);
   return {dataType, shape};
+}
+
+/** MLTensorDescriptor: an MLOperandDescriptor plus readable/writable (false by default). */
+export function toTensorDescriptor(v, where) {
+  const d = toDictionary(v, where);
+  const desc = toOperandDescriptor(d, where);
+  return {...desc, readable: Boolean(d.readable), writable: Boolean(d.writable)};
+}
+
+/**
+ * "Check dimensions": every dimension a valid dimension (1 .. 2^31-1), the byte length within the limit.
+ * https://www.w3.org/TR/webnn/#mloperanddescriptor-check-dimensions
+ */
+export function checkDimensions(desc, where, maxByteLength, bytesPerElement) {
+  for (const d of desc.shape) {
+    if (d < 1 || d > 2 ** 31 - 1) fail(where, `dimension ${d} in shape [${desc.shape}] is not a valid dimension`);
+  }
+  if (desc.shape.length > 8) fail(where, `rank ${desc.shape.length} is more than the supported 8`);
+  const bytes = desc.shape.reduce((a, b) => a * b, 1) * bytesPerElement;
+  if (bytes > maxByteLength) {
+    fail(where, `${desc.dataType}[${desc.shape}] is ${bytes} bytes, more than maxTensorByteLength (${maxByteLength})`);
+  }
 }

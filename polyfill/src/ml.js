@@ -2,39 +2,48 @@
 
 import {makeContext} from './context.js';
 import {toDictionary, toEnum} from './idl.js';
-import {INTERNAL, illegal} from './internal.js';
+import {INTERNAL, defineInterface, illegal, stateOf} from './internal.js';
 
 const POWER_PREFERENCES = ['default', 'high-performance', 'low-power'];
-// Legacy drafts had deviceType; every device of the polyfill is the CPU, through the worker.
+// Earlier drafts had deviceType (and WPT still passes it); every device of the polyfill is the CPU, in a worker.
 const DEVICE_TYPES = ['cpu', 'gpu', 'npu'];
+const mlState = new WeakMap();
+
+function isGPUDevice(v) {
+  return typeof GPUDevice === 'function' && v instanceof GPUDevice;
+}
 
 export class ML {
   constructor(token, runtime) {
     illegal(token);
-    Object.defineProperty(this, '_runtime', {value: runtime, enumerable: false});
+    mlState.set(this, {runtime});
   }
 
-  /** createContext(options): boots the runtime once per page.  https://www.w3.org/TR/webnn/#api-ml-createcontext */
+  /** createContext(options) | createContext(gpuDevice): boots the runtime once per global.
+   *  https://www.w3.org/TR/webnn/#api-ml-createcontext */
   async createContext(options) {
-    if (typeof GPUDevice !== 'undefined' && options instanceof GPUDevice) {
-      throw new DOMException('createContext: WebGPU interop (a GPUDevice) is not supported by the polyfill, '
-        + 'which runs graphs on the CPU in a worker', 'NotSupportedError');
+    const where = 'ML.createContext';
+    const {runtime} = stateOf(mlState, this, where);
+    if (isGPUDevice(options)) {
+      throw new DOMException(`${where}: WebGPU interop (a GPUDevice) is not supported by the polyfill, which runs `
+        + 'graphs on the CPU in a worker; call createContext() with MLContextOptions instead', 'NotSupportedError');
     }
-    const o = toDictionary(options, 'ML.createContext: options');
+    const o = toDictionary(options, `${where}: options`);
     const opts = {
       powerPreference: o.powerPreference === undefined ? 'default'
-        : toEnum(o.powerPreference, 'ML.createContext: powerPreference', POWER_PREFERENCES, 'MLPowerPreference'),
+        : toEnum(o.powerPreference, `${where}: options.powerPreference`, POWER_PREFERENCES, 'MLPowerPreference'),
       accelerated: o.accelerated === undefined ? true : Boolean(o.accelerated),
     };
     if (o.deviceType !== undefined) {
-      opts.deviceType = toEnum(o.deviceType, 'ML.createContext: deviceType', DEVICE_TYPES, 'MLDeviceType');
+      opts.deviceType = toEnum(o.deviceType, `${where}: options.deviceType`, DEVICE_TYPES, 'MLDeviceType');
     }
-    const worker = await this._runtime.boot();
-    return makeContext(this._runtime, worker, opts);
+    const worker = await runtime.boot();
+    return makeContext(runtime, worker, opts);
   }
 }
-Object.defineProperty(ML.prototype, Symbol.toStringTag, {value: 'ML'});
+defineInterface(ML, 'ML', {createContext: 0});
 
+/** The one ML object of this global (navigator.ml / webnnPolyfill.ml). */
 export function makeML(runtime) {
   return new ML(INTERNAL, runtime);
 }

@@ -1,7 +1,7 @@
 // MLOperand: a node of a graph being built; its data type and shape are known at once.
 // https://www.w3.org/TR/webnn/#api-mloperand
 
-import {INTERNAL, defineGetters, illegal, operandState} from './internal.js';
+import {INTERNAL, defineGetters, defineInterface, illegal, operandState} from './internal.js';
 
 export class MLOperand {
   constructor(token, builder, id, dataType, shape) {
@@ -10,8 +10,9 @@ export class MLOperand {
   }
 }
 defineGetters(MLOperand, operandState, {dataType: (s) => s.dataType, shape: (s) => s.shape});
-Object.defineProperty(MLOperand.prototype, Symbol.toStringTag, {value: 'MLOperand'});
+defineInterface(MLOperand, 'MLOperand');
 
+/** An MLOperand of `builder` for the core's {id, dataType, shape}. */
 export function makeOperand(builder, out) {
   return new MLOperand(INTERNAL, builder, out.id, out.dataType, out.shape);
 }

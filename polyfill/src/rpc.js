@@ -32,10 +32,11 @@ export class WorkerClient {
   #die(reason) {
     if (this.dead) return;
     this.dead = reason;
+    try { this.worker.terminate(); } catch (_) { /* already gone */ }
+    // Lose the contexts first, so their pending promises reject as the spec says (InvalidStateError).
+    this.onLost && this.onLost(reason);
     for (const {reject} of this.pending.values()) reject(new DOMException(reason, 'OperationError'));
     this.pending.clear();
-    try { this.worker.terminate(); } catch (_) { /* already gone */ }
-    this.onLost && this.onLost(reason);
   }
 
   /** Send a request; resolves with the worker's result or rejects with the error it reports. */

@@ -8,6 +8,17 @@ import {WorkerClient} from './rpc.js';
 
 const STAGES = ['manifest', 'page-runtime', 'page-core', 'worker-runtime', 'worker-numpy', 'worker-core'];
 
+/** loadPyodide from pyodide.mjs; a classic worker without module import() falls back to importScripts. */
+async function importPyodide(base) {
+  try {
+    return (await import(/* webpackIgnore: true */ base + 'pyodide.mjs')).loadPyodide;
+  } catch (e) {
+    if (typeof importScripts !== 'function') throw e;
+    importScripts(base + 'pyodide.js');
+    return globalThis.loadPyodide;
+  }
+}
+
 export class Runtime {
   constructor(config, events) {
     this.config = config;
@@ -47,7 +58,7 @@ export class Runtime {
 
   async #bootPage() {
     await this.#manifest();
-    const {loadPyodide} = await import(/* webpackIgnore: true */ this.config.pyodideURL + 'pyodide.mjs');
+    const loadPyodide = await importPyodide(this.config.pyodideURL);
     const py = await loadPyodide({indexURL: this.config.pyodideURL, stdout: () => {}, stderr: () => {}});
     this.#progress('page-runtime', 'Pyodide started on the page');
     await py.loadPackage(this.coreWheelURL, {messageCallback: () => {}});

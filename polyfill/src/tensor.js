@@ -1,24 +1,19 @@
 // MLTensor: a buffer owned by a context, written, dispatched and read on the context's timeline.
 // https://www.w3.org/TR/webnn/#api-mltensor
 
-import {INTERNAL, defineGetters, illegal, tensorState} from './internal.js';
+import {INTERNAL, defineGetters, defineInterface, illegal, stateOf, tensorState} from './internal.js';
 
 export class MLTensor {
-  constructor(token, context, id, desc, flags) {
+  constructor(token, state) {
     illegal(token);
-    tensorState.set(this, {
-      context, id, dataType: desc.dataType, shape: Object.freeze([...desc.shape]),
-      readable: !!flags.readable, writable: !!flags.writable, constant: !!flags.constant, destroyed: false,
-    });
+    tensorState.set(this, state);
   }
 
-  /** destroy(): release the tensor; pending reads reject with InvalidStateError. */
+  /** destroy(): release the tensor; pending reads reject with InvalidStateError.
+   *  https://www.w3.org/TR/webnn/#api-mltensor-destroy */
   destroy() {
-    const s = tensorState.get(this);
-    if (!s) throw new TypeError('Illegal invocation');
-    if (s.destroyed) return;
-    s.destroyed = true;
-    s.context._releaseTensor(s.id);
+    const s = stateOf(tensorState, this, 'MLTensor.destroy');
+    destroyTensorState(s, 'MLTensor.destroy: the tensor was destroyed');
   }
 }
 defineGetters(MLTensor, tensorState, {
@@ -28,8 +23,25 @@ defineGetters(MLTensor, tensorState, {
   writable: (s) => s.writable,
   constant: (s) => s.constant,
 });
-Object.defineProperty(MLTensor.prototype, Symbol.toStringTag, {value: 'MLTensor'});
+defineInterface(MLTensor, 'MLTensor', {destroy: 0});
 
-export function makeTensor(context, id, desc, flags) {
-  return new MLTensor(INTERNAL, context, id, desc, flags);
+/** The destroy() steps on a tensor's state; also run for every tensor when its context is lost. */
+export function destroyTensorState(s, message) {
+  if (s.destroyed) return;
+  s.destroyed = true;
+  for (const reject of s.pending) reject(new DOMException(message, 'InvalidStateError'));
+  s.pending.clear();
+  s.core.releaseTensor(s);
+}
+
+/** A new MLTensor for `core` with descriptor `desc` and flags {readable, writable, constant}. */
+export function makeTensor(core, id, desc, flags) {
+  const state = {
+    core, context: core.context, id, dataType: desc.dataType, shape: Object.freeze([...desc.shape]),
+    readable: !!flags.readable, writable: !!flags.writable, constant: !!flags.constant,
+    destroyed: false, pending: new Set(),
+  };
+  const tensor = new MLTensor(INTERNAL, state);
+  core.adoptTensor(tensor, state);
+  return tensor;
 }
