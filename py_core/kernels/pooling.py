@@ -81,7 +81,8 @@ def _source_nearest(in_size: int, out_size: int) -> np.ndarray:
     o = np.arange(out_size, dtype=np.int64)
     # exact rational arithmetic: ceil(((2o + 1) * in - 2 * out) / (2 * out)), so ties round down as specified
     num = (2 * o + 1) * in_size - 2 * out_size
-    return np.clip(-(-num // (2 * out_size)), 0, in_size - 1)
+    # intp: NumPy's take refuses int64 indices where intp is int32 (wasm32, Pyodide)
+    return np.clip(-(-num // (2 * out_size)), 0, in_size - 1).astype(np.intp)
 
 
 def _source_linear(in_size: int, out_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -90,7 +91,7 @@ def _source_linear(in_size: int, out_size: int) -> tuple[np.ndarray, np.ndarray,
     # (o + 0.5) * in / out - 0.5, formed exactly in integers and divided once in float64
     coord = np.clip(((2 * o + 1) * in_size - out_size) / (2.0 * out_size), 0, in_size - 1)
     lo = np.floor(coord)
-    return lo.astype(np.int64), np.ceil(coord).astype(np.int64), coord - lo
+    return lo.astype(np.intp), np.ceil(coord).astype(np.intp), coord - lo
 
 
 def resample2d(input: np.ndarray, *, mode: str, sizes: Sequence[int], axes: Sequence[int],
