@@ -41,31 +41,32 @@ def densify(values: np.ndarray, shape: Sequence[int], traversal_order: Sequence[
                          f"{list(traversal_order)} and block map {list(block_map)}")
     # as in FormatConverter: block j's size is the dense size of the level traversal_order[rank + j] names
     block_size = [levels[traversal_order[rank + j]].dense_size for j in range(len(block_map))]
+    # positions and indices are intp: np.repeat and fancy indexing refuse int64 where intp is int32 (Pyodide)
     # parent position in the previous level's element array, and one index column per level walked so far
-    pos = np.zeros(1, dtype=np.int64)
+    pos = np.zeros(1, dtype=np.intp)
     columns: list[np.ndarray] = []
     for level in levels:
         if level.format == DENSE:
             size = level.dense_size
             columns = [np.repeat(c, size) for c in columns]
-            idx = np.tile(np.arange(size, dtype=np.int64), len(pos))
+            idx = np.tile(np.arange(size, dtype=np.intp), len(pos))
             pos = np.repeat(pos, size) * size + idx
         elif level.format == SPARSE_CSR:
             assert level.segments is not None and level.indices is not None
-            seg = level.segments.astype(np.int64)
+            seg = level.segments.astype(np.intp)
             start, count = seg[pos], seg[pos + 1] - seg[pos]
             # the children of every parent, concatenated: start[p] + 0..count[p]-1, p in order
-            offsets = np.arange(int(count.sum()), dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
+            offsets = np.arange(int(count.sum()), dtype=np.intp) - np.repeat(np.cumsum(count) - count, count)
             pos = np.repeat(start, count) + offsets
             columns = [np.repeat(c, count) for c in columns]
-            idx = level.indices.astype(np.int64)[pos]
+            idx = level.indices.astype(np.intp)[pos]
         else:
             raise ValueError(f"sparsity: unknown dimension format {level.format}")
         columns.append(idx)
     if len(pos) != values.size:
         raise ValueError(f"sparsity: the metadata describes {len(pos)} stored values, the buffer holds "
                          f"{values.size}")
-    coords = [np.zeros(len(pos), dtype=np.int64) for _ in range(rank)]
+    coords = [np.zeros(len(pos), dtype=np.intp) for _ in range(rank)]
     for level, dim in enumerate(traversal_order[:rank]):
         coords[dim] = columns[level]
     for level in range(rank, len(levels)):
