@@ -247,7 +247,6 @@ def build_graph(graph: Mapping[str, Any]) -> tuple[Any, dict[str, np.ndarray], l
 
     builder = GraphBuilder()
     operands: dict[str, Any] = {}
-    shapes: dict[str, tuple[int, ...]] = {}
     feeds: dict[str, np.ndarray] = {}
     for name, spec_in in graph.get("inputs", {}).items():
         desc = spec_in["descriptor"]
@@ -258,7 +257,6 @@ def build_graph(graph: Mapping[str, Any]) -> tuple[Any, dict[str, np.ndarray], l
         else:
             operands[name] = builder.input(name, {"dataType": dtype, "shape": list(shape)})
             feeds[name] = to_array(spec_in["data"], dtype, shape)
-        shapes[name] = shape
 
     contexts: list[OpContext] = []
     for op in graph.get("operators", []):
@@ -289,13 +287,13 @@ def build_graph(graph: Mapping[str, Any]) -> tuple[Any, dict[str, np.ndarray], l
         if isinstance(outs, list):
             results = result if isinstance(result, list) else [result]
             if len(results) != len(outs):
-                raise InvalidCase(f"{op['name']} returned {len(results)} outputs, the case names {len(outs)}")
+                raise ValueError(f"{op['name']} returned {len(results)} outputs, expected {len(outs)}")
             for oname, r in zip(outs, results, strict=True):
                 operands[oname] = r
         else:
             if isinstance(result, list):
                 if len(result) != 1:
-                    raise InvalidCase(f"{op['name']} returned {len(result)} outputs, the case names one")
+                    raise ValueError(f"{op['name']} returned {len(result)} outputs, the case expects one")
                 result = result[0]
             operands[outs] = result
         contexts.append(OpContext(op["name"], tuple(ctx_shapes), ctx_values))
