@@ -20,7 +20,6 @@ __all__ = ["GraphBuilderAdapter", "LoadedModel", "TFLiteModel", "build_tflite", 
            "run_model"]
 
 
-
 class GraphBuilderAdapter:
     """The loader's builder interface over py_core's GraphBuilder (CPython, or the worker in Pyodide)."""
 

@@ -10,7 +10,7 @@ emitted graph holds plain float32 constants.  Tensors stay NHWC: convolutions an
 The builder interface
 ---------------------
 The loader never imports a builder: it emits through any object with these four methods, so the same walk
-drives `py_core.builder.GraphBuilder` in CPython (`GraphBuilderAdapter` below), the page's `navigator.ml`
+drives `py_core.builder.GraphBuilder` (`py_core.loaders.GraphBuilderAdapter`), the page's `navigator.ml`
 builder from Pyodide (a thin JS proxy adapter), or a native WebNN implementation.
 
 - `input(name: str, desc: dict) -> operand`
@@ -36,7 +36,6 @@ Entry points: `read_tflite(path_or_bytes)` parses a model, `TFLiteModel.emit(bui
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -407,5 +406,3 @@ def build_tflite(source: str | os.PathLike[str] | bytes | TFLiteModel, builder: 
     model = source if isinstance(source, TFLiteModel) else read_tflite(source)
     return builder.build(model.emit(builder))
 
-
-Converter = Callable[[OpContext], Any]
