@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +110,30 @@ def _health(settings: Settings, wheels: CoreWheelCache) -> dict[str, Any]:
     }
 
 
+@functools.lru_cache(maxsize=1)
+def _models_module(repo_root: Path) -> Any:
+    """scripts/models.py (not a package) loaded once; dataclasses need it in sys.modules."""
+    spec = importlib.util.spec_from_file_location("webnn_scripts_models", repo_root / "scripts" / "models.py")
+    assert spec is not None and spec.loader is not None
+    module = sys.modules.setdefault("webnn_scripts_models", importlib.util.module_from_spec(spec))
+    spec.loader.exec_module(module)
+    return module
+
+
+def _model_file(repo_root: Path, name: str) -> Path | None:
+    """A MediaPipe .tflite by name: scripts/models.py's registry first, else any file of that name under
+    mediapipe/modules/ (the gallery also uses models the registry does not list); None when absent."""
+    if not name.replace("_", "").isalnum():
+        return None
+    models = _models_module(repo_root)
+    try:
+        if name in models.MODELS:
+            return Path(models.model_path(name))
+        return next((models.mediapipe_dir() / "modules").glob(f"*/{name}.tflite"), None)
+    except FileNotFoundError:
+        return None
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the dev server app for the given settings (default: from the environment)."""
     settings = settings or Settings.from_env()
@@ -143,6 +170,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.get("/")
     def index() -> Response:
         return FileResponse(WEB_DIR / "gallery" / "index.html", headers={"cache-control": NO_CACHE})
+
+    @app.get("/models/{name}.tflite")
+    def model_file(name: str) -> Response:
+        path = _model_file(settings.repo_root, name)
+        if path is None or not path.is_file():
+            return JSONResponse({"detail": f"no model '{name}' (pip install mediapipe==0.10.14)"}, 404)
+        return FileResponse(path, media_type="application/octet-stream", headers={"cache-control": NO_CACHE})
 
     add_report_routes(app, settings.reports_dir)  # /reports/: past comparison-bench runs
 
