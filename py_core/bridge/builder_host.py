@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from py_core.bridge.jsonnum import decode_numbers, dumps
 from py_core.bridge.limits import op_support_limits
 from py_core.builder import BuilderOperand, GraphBuilder
 from py_core.errors import InvalidStateError, UnknownError, WebNNError
@@ -51,7 +52,7 @@ class BuilderHost:
         return self._out(bid, self._builder(bid).constant(desc))
 
     def op(self, bid: int, name: str, args: dict[str, Any], label: str) -> list[dict[str, Any]]:
-        args = {k: _decode_numbers(v) for k, v in args.items()}
+        args = {k: decode_numbers(v) for k, v in args.items()}
         b = self._builder(bid)
         table = self.handles[bid]
         spec = OPS.get(name)
@@ -84,26 +85,11 @@ class BuilderHost:
             if method.startswith("_") or not hasattr(self, method):
                 raise UnknownError(f"no such builder host method '{method}'")
             result = getattr(self, method)(*json.loads(args_json))
-            return json.dumps({"ok": result})
+            return dumps({"ok": result})
         except WebNNError as e:
-            return json.dumps({"error": e.to_json()})
+            return dumps({"error": e.to_json()})
         except Exception as e:  # a bug here must surface as a clear error, not a broken page
-            return json.dumps({"error": {"name": "UnknownError", "message": f"{type(e).__name__}: {e}"}})
-
-
-def _decode_numbers(v: Any) -> Any:
-    """MLNumber values JSON cannot carry arrive tagged: {"$n": "123"} (bigint) or {"$n": "-Infinity"}."""
-    if isinstance(v, dict):
-        if set(v) == {"$n"}:
-            s = str(v["$n"])
-            try:
-                return int(s)
-            except ValueError:
-                return float(s)
-        return {k: _decode_numbers(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_decode_numbers(x) for x in v]
-    return v
+            return dumps({"error": {"name": "UnknownError", "message": f"{type(e).__name__}: {e}"}})
 
 
 HOST = BuilderHost()

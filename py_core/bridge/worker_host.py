@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from py_core.bridge.jsonnum import loads
 from py_core.builder import graph_from_json, parse_descriptor
 from py_core.errors import InvalidStateError, OperationError, WebNNError, WebNNTypeError
 from py_core.runtime.executor import Executable, check_inputs, prepare
@@ -54,7 +55,7 @@ class WorkerHost:
     def build(self, context: int, graph_id: int, graph_json: str, constants: dict[int, Any],
               constant_tensors: dict[int, int]) -> dict[str, Any]:
         """Re-validate a serialized graph, attach constant data, prepare it for dispatch."""
-        data = json.loads(graph_json)
+        data = loads(graph_json)
         arrays: dict[int, Any] = {int(k): v for k, v in constants.items()}
         for oid, tid in constant_tensors.items():
             slot = self._tensor(int(tid), context)
