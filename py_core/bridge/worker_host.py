@@ -18,7 +18,9 @@ import numpy as np
 
 from py_core.bridge.jsonnum import loads
 from py_core.builder import graph_from_json, parse_descriptor
+from py_core.compiler.stats import BLAS_MIN_FLOPS, product_flops
 from py_core.errors import InvalidStateError, OperationError, WebNNError, WebNNTypeError
+from py_core.kernels.matrix import blas_enabled
 from py_core.runtime.executor import Executable, check_inputs, prepare
 from py_core.types import OperandDescriptor
 
@@ -63,8 +65,11 @@ class WorkerHost:
                 raise WebNNTypeError("constant(tensor): the tensor was not created by createConstantTensor()")
             arrays[int(oid)] = slot.array
         graph = graph_from_json(data, arrays)
-        self.graphs[graph_id] = (context, prepare(graph))
-        return {"operations": len(graph.operations)}
+        exe = prepare(graph)  # compiled (py_core.compiler) unless PYODIDE_WEBNN_COMPILER=0
+        self.graphs[graph_id] = (context, exe)
+        flops = product_flops(graph)
+        return {"operations": len(graph.operations), "steps": len(exe.steps), "flops": flops,
+                "wantsBlas": flops >= BLAS_MIN_FLOPS and not blas_enabled()}
 
     def destroy_graph(self, graph_id: int) -> None:
         self.graphs.pop(graph_id, None)

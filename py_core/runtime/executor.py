@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from py_core.compiler import CompileOptions, MemoryPlan, Program, compile_graph
 from py_core.errors import OperationError, WebNNTypeError
 from py_core.graph import Graph
 from py_core.kernels import KERNELS
@@ -16,56 +18,105 @@ from py_core.types import OperandDescriptor
 
 @dataclass
 class Step:
-    """One kernel call: which values feed it, with which options, and where its outputs go."""
+    """One kernel call: operand slots by parameter name, options bound, outputs checked, slots to release."""
 
     op: str
-    kernel: Callable[..., Any]
-    operands: dict[str, int | list[int] | None]
-    options: dict[str, Any]
-    outputs: list[int]
-    out_descs: list[OperandDescriptor]
+    call: Callable[..., Any]
+    args: tuple[tuple[str, int | tuple[int, ...] | None], ...]
+    outputs: tuple[int, ...]
+    out_types: tuple[tuple[np.dtype, tuple[int, ...]], ...]
+    release: tuple[int, ...]
     label: str
 
 
 class Executable:
-    """A graph ready to run: constants as arrays, steps in order."""
+    """A compiled graph ready to run: constants in their slots, steps in order, a release plan."""
 
-    def __init__(self, graph: Graph, constants: Mapping[int, np.ndarray], steps: list[Step]):
+    def __init__(self, graph: Graph, prog: Program, plan: MemoryPlan, options: CompileOptions):
         self.graph = graph
-        self.constants = dict(constants)
-        self.steps = steps
+        self.options = options
+        self.notes = list(prog.notes)
         self.input_descs = {name: graph.operands[i].desc for name, i in graph.inputs.items()}
         self.output_descs = {name: graph.operands[i].desc for name, i in graph.outputs.items()}
+        slot: dict[int, int] = {}
+
+        def slot_of(oid: int) -> int:
+            if oid not in slot:
+                slot[oid] = len(slot)
+            return slot[oid]
+
+        for oid in prog.constants:
+            slot_of(oid)
+        self._inputs = tuple((name, slot_of(i)) for name, i in prog.inputs.items())
+        steps = []
+        for node, release in zip(prog.nodes, plan.release, strict=True):
+            args: list[tuple[str, int | tuple[int, ...] | None]] = []
+            for pname, ref in node.operands.items():
+                if isinstance(ref, list):
+                    args.append((pname, tuple(slot_of(i) for i in ref)))
+                else:
+                    args.append((pname, None if ref is None else slot_of(ref)))
+            kernel = node.kernel if node.kernel is not None else KERNELS[node.op]
+            call = functools.partial(kernel, **node.options) if node.options else kernel
+            outs = tuple(slot_of(o) for o in node.outputs)
+            descs = [prog.operands[o].desc for o in node.outputs]
+            types = tuple((np.dtype(d.data_type.numpy_name), tuple(d.shape)) for d in descs)
+            steps.append(Step(node.op, call, tuple(args), outs, types, tuple(slot_of(i) for i in release),
+                              node.label))
+        self.steps = steps
+        self._outputs = tuple((name, slot_of(i)) for name, i in prog.outputs.items())
+        # graph outputs that are constants (folded) are copied out: a caller may write into its results
+        self._copy_out = frozenset(slot[i] for i in prog.outputs.values() if i in prog.constants)
+        self._template: list[Any] = [None] * len(slot)
+        for oid, arr in prog.constants.items():
+            self._template[slot[oid]] = arr
+        self.constants = dict(prog.constants)
+
+    @property
+    def weight_bytes(self) -> int:
+        """Bytes held for constants and pre-packed weights."""
+        total = sum(int(a.nbytes) for a in self.constants.values())
+        for step in self.steps:
+            fn = step.call.func if isinstance(step.call, functools.partial) else step.call
+            for attr in ("w", "b", "bias", "c"):
+                a = getattr(fn, attr, None)
+                if isinstance(a, np.ndarray):
+                    total += int(a.nbytes)
+        return total
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Compute every output from named input arrays (shapes and types already checked)."""
-        values: dict[int, np.ndarray] = dict(self.constants)
-        for name, i in self.graph.inputs.items():
-            values[i] = inputs[name]
+        vals = self._template.copy()
+        for name, s in self._inputs:
+            vals[s] = inputs[name]
         # integer division by zero, overflow and NaN-producing math are defined by the data, not errors
         with np.errstate(all="ignore"):
             for step in self.steps:
-                args: dict[str, Any] = dict(step.options)
-                for pname, ref in step.operands.items():
+                kw: dict[str, Any] = {}
+                for pname, ref in step.args:
                     if ref is None:
-                        args[pname] = None
-                    elif isinstance(ref, list):
-                        args[pname] = [values[i] for i in ref]
+                        kw[pname] = None
+                    elif type(ref) is int:
+                        kw[pname] = vals[ref]
                     else:
-                        args[pname] = values[ref]
+                        kw[pname] = [vals[i] for i in ref]  # type: ignore[union-attr]
                 try:
-                    result = step.kernel(**args)
+                    result = step.call(**kw)
                 except Exception as e:  # a kernel bug must not take the worker down: name the op
                     where = f"[{step.label}] {step.op}" if step.label else step.op
                     raise OperationError(f"{where}: kernel failed: {type(e).__name__}: {e}") from e
-                outs = result if isinstance(result, (list, tuple)) else [result]
-                for oid, desc, arr in zip(step.outputs, step.out_descs, outs, strict=True):
-                    arr = np.asarray(arr)
-                    if arr.dtype != np.dtype(desc.data_type.numpy_name) or arr.shape != desc.shape:
+                results = result if isinstance(result, (list, tuple)) else (result,)
+                for s, (dtype, shape), arr in zip(step.outputs, step.out_types, results, strict=True):
+                    if type(arr) is not np.ndarray:
+                        arr = np.asarray(arr)
+                    if arr.dtype != dtype or arr.shape != shape:
                         raise OperationError(
-                            f"{step.op}: kernel produced {arr.dtype}{list(arr.shape)}, expected {desc}")
-                    values[oid] = arr
-        return {name: values[i] for name, i in self.graph.outputs.items()}
+                            f"{step.op}: kernel produced {arr.dtype}{list(arr.shape)}, expected "
+                            f"{dtype.name}{list(shape)}")
+                    vals[s] = arr
+                for s in step.release:
+                    vals[s] = None
+        return {name: (vals[s].copy() if s in self._copy_out else vals[s]) for name, s in self._outputs}
 
 
 def constant_array(desc: OperandDescriptor, data: Any) -> np.ndarray:
@@ -82,18 +133,15 @@ def constant_array(desc: OperandDescriptor, data: Any) -> np.ndarray:
     return arr.astype(dtype, copy=False).reshape(desc.shape)
 
 
-def prepare(graph: Graph) -> Executable:
-    """Turn a validated graph into an executable (no optimization; see py_core.compiler for that)."""
+def prepare(graph: Graph, options: CompileOptions | None = None) -> Executable:
+    """Turn a validated graph into an executable: compiled (py_core.compiler) unless options disable it."""
     constants = {i: constant_array(graph.operands[i].desc, graph.constants[i]) for i in graph.constants}
     missing = [i for i, o in graph.operands.items() if o.kind == "constant" and i not in constants]
     if missing:
         raise WebNNTypeError(f"build: constant operands {missing} have no data")
-    steps = [
-        Step(op.op, KERNELS[op.op], op.operands, op.options, op.outputs,
-             [graph.operands[i].desc for i in op.outputs], op.label)
-        for op in graph.operations
-    ]
-    return Executable(graph, constants, steps)
+    opts = CompileOptions.default() if options is None else options
+    prog, plan = compile_graph(graph, constants, opts)
+    return Executable(graph, prog, plan, opts)
 
 
 def check_inputs(exe: Executable, inputs: Mapping[str, np.ndarray]) -> None:
