@@ -179,7 +179,8 @@ class GraphBuilder:
             if not isinstance(h, BuilderOperand) or h.builder is not self:
                 raise WebNNTypeError(f"build: output '{name}' is not an MLOperand of this builder")
             if self.graph.operands[h.id].kind != "output":
-                raise WebNNTypeError(f"build: output '{name}' is an input or constant operand, not an operation's result")
+                raise WebNNTypeError(
+                    f"build: output '{name}' is an input or constant operand, not an operation's result")
             ids[name] = h.id
         self._built = True
         return self.graph.pruned(ids)

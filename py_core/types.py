@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 
-class DataType(str, Enum):
+class DataType(StrEnum):
     """MLOperandDataType.  https://www.w3.org/TR/webnn/#enumdef-mloperanddatatype"""
 
     FLOAT32 = "float32"

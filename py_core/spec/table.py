@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, Union
+from typing import Any, NoReturn
 
 from py_core.errors import WebNNTypeError
 from py_core.types import (
@@ -47,7 +47,7 @@ DATA_TYPE = "MLOperandDataType"
 
 OPERAND_KINDS = (OPERAND, OPERANDS)
 
-Descs = Union[OperandDescriptor, list[OperandDescriptor], None]
+Descs = OperandDescriptor | list[OperandDescriptor] | None
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def enum(name: str, enum_name: str, values: Sequence[str], default: Any = REQUIR
     return Param(name, ENUMS if many else ENUM, default, enum=tuple(values), enum_name=enum_name)
 
 
-InferResult = Union[OperandDescriptor, list[OperandDescriptor]]
+InferResult = OperandDescriptor | list[OperandDescriptor]
 
 
 @dataclass(frozen=True)
