@@ -2,28 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
-from py_core.kernels import (
-    activation,
-    convolution,
-    elementwise,
-    gather,
-    matrix,
-    normalization,
-    pooling,
-    quantization,
-    recurrent,
-    reduction,
-    shape,
-)
+from py_core.spec import FAMILY_NAMES
 
 KERNELS: dict[str, Callable[..., object]] = {}
-for _family in (elementwise, activation, reduction, normalization, convolution, pooling, matrix, shape,
-                gather, recurrent, quantization):
-    for _name, _fn in _family.KERNELS.items():
-        if _name in KERNELS:
-            raise AssertionError(f"duplicate kernel {_name}")
-        KERNELS[_name] = _fn
+for _name in FAMILY_NAMES:
+    for _op, _fn in importlib.import_module(f"py_core.kernels.{_name}").KERNELS.items():
+        if _op in KERNELS:
+            raise AssertionError(f"duplicate kernel {_op}")
+        KERNELS[_op] = _fn
 
 __all__ = ["KERNELS"]

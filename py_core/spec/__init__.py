@@ -3,34 +3,26 @@ https://www.w3.org/TR/webnn/#api-mlgraphbuilder"""
 
 from __future__ import annotations
 
-from py_core.spec import (
-    activation,
-    convolution,
-    elementwise,
-    gather,
-    matrix,
-    normalization,
-    pooling,
-    quantization,
-    recurrent,
-    reduction,
-    shape,
-)
+import importlib
+
 from py_core.spec.table import OpSpec, Registry, validate
 
-FAMILIES = (
-    elementwise,
-    activation,
-    reduction,
-    normalization,
-    convolution,
-    pooling,
-    matrix,
-    shape,
-    gather,
-    recurrent,
-    quantization,
+# One module per family here and, with the same name, in py_core/kernels/.
+FAMILY_NAMES = (
+    "elementwise",
+    "activation",
+    "reduction",
+    "normalization",
+    "convolution",
+    "pooling",
+    "matrix",
+    "shape",
+    "gather",
+    "recurrent",
+    "quantization",
 )
+
+FAMILIES = tuple(importlib.import_module(f"py_core.spec.{name}") for name in FAMILY_NAMES)
 
 REGISTRY = Registry()
 for _family in FAMILIES:
@@ -38,4 +30,4 @@ for _family in FAMILIES:
 
 OPS: dict[str, OpSpec] = REGISTRY.ops
 
-__all__ = ["OPS", "FAMILIES", "OpSpec", "validate"]
+__all__ = ["FAMILIES", "FAMILY_NAMES", "OPS", "OpSpec", "validate"]
