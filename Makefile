@@ -21,7 +21,7 @@ GEN_SCRIPT := scripts/gen_op_table.py
 GEN_OPS  := $(if $(wildcard $(GEN_SCRIPT)),polyfill/src/generated/ops.json)
 SPEC_SRC := $(shell find py_core/spec py_core/types.py -name '*.py' 2>/dev/null)
 
-.PHONY: setup venv node assets browsers build run test lint clean help
+.PHONY: setup venv node assets browsers build run test bench lint clean help
 
 help:
 	@echo "make run    set everything up, build the polyfill, serve http://$(HOST):$(PORT)"
@@ -29,6 +29,7 @@ help:
 	@echo "make setup  venv + npm toolchain + Pyodide assets + browsers (idempotent)"
 	@echo "make build  bundle polyfill/src with esbuild into polyfill/dist"
 	@echo "make lint   ruff check + mypy"
+	@echo "make bench  polyfill vs onnxruntime-web and LiteRT, startup, memory (BENCH_ARGS=...)"
 
 setup: venv node assets browsers
 
@@ -84,6 +85,11 @@ run: setup build
 test: venv node assets build
 	bash scripts/setup_browsers.sh --strict
 	$(PY) -m pytest $(BROWSERS) $(PYTEST_ARGS)
+
+# Not part of `make test`: a full run takes several minutes (scripts/bench.py --help for options).
+BENCH_ARGS ?=
+bench: setup build
+	$(PY) scripts/bench.py $(BENCH_ARGS)
 
 lint: venv
 	$(PY) -m ruff check .

@@ -33,7 +33,8 @@ class Executable:
     """A compiled graph ready to run: constants in their slots, steps in order, a release plan."""
 
     def __init__(self, graph: Graph, prog: Program, plan: MemoryPlan, options: CompileOptions):
-        self.graph = graph
+        # the graph without its constant data: the weights live in the steps (packed) and in `constants`
+        self.graph = Graph(graph.operands, graph.operations, graph.inputs, graph.outputs)
         self.options = options
         self.notes = list(prog.notes)
         self.input_descs = {name: graph.operands[i].desc for name, i in graph.inputs.items()}
