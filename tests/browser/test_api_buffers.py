@@ -122,10 +122,19 @@ async () => {
     u64max: b.constant('uint64', 2n ** 64n - 1n), i64clamp: b.constant('int64', 2n ** 70n), f32: b.constant('float32', 1 / 3),
     f16: b.constant('float16', 1 / 3), f16inf: b.constant('float16', 70000), i32num: b.constant('int32', 1e12),
   };
-  const outputs = {h32: b.cast(h, 'float32')};
+  // MLNumber options keep bigint precision through the builder and the worker
+  const i64 = b.constant({dataType: 'int64', shape: [3]}, BigInt64Array.from([2n ** 63n - 1n, -(2n ** 63n), 5n]));
+  const u64 = b.constant({dataType: 'uint64', shape: [1]}, BigUint64Array.from([7n]));
+  const outputs = {
+    h32: b.cast(h, 'float32'),
+    clampBig: b.clamp(i64, {minValue: -(2n ** 62n), maxValue: 2n ** 62n + 1n}),
+    padBig: b.pad(u64, [1], [1], {value: 2n ** 64n - 1n}),
+    clampInf: b.clamp(b.constant({dataType: 'float32', shape: [2]}, Float32Array.from([-1e30, 1e30])), {minValue: -Infinity}),
+  };
   for (const [k, v] of Object.entries(consts)) outputs[k] = b.identity(v);
   const g = await b.build(outputs);
-  const views = {h32: new Float32Array(3), i8: new Int8Array(1), u8: new Uint8Array(1), i32half: new Int32Array(1),
+  const views = {h32: new Float32Array(3), clampBig: new BigInt64Array(3), padBig: new BigUint64Array(3),
+                 clampInf: new Float32Array(2), i8: new Int8Array(1), u8: new Uint8Array(1), i32half: new Int32Array(1),
                  i32half3: new Int32Array(1), u32nan: new Uint32Array(1), i64big: new BigInt64Array(1),
                  u64max: new BigUint64Array(1), i64clamp: new BigInt64Array(1), f32: new Float32Array(1),
                  f16: new Uint16Array(1), f16inf: new Uint16Array(1), i32num: new Int32Array(1)};
@@ -151,6 +160,9 @@ def test_exact_values_for_64_bit_float16_and_cast_constants(webnn_page: Any) -> 
         assert set(r[case]["largerTail"]) == {"0"}, f"{case}: bytes past the tensor were written"
     c = r["constants"]
     assert c["h32"] == ["1", "-2", "0.5"]
+    assert c["clampBig"] == [str(2**62 + 1), str(-(2**62)), "5"], "bigint MLNumber options stay exact"
+    assert c["padBig"] == [str(2**64 - 1), "7", str(2**64 - 1)]
+    assert c["clampInf"] == ["-1.0000000150474662e+30", "1.0000000150474662e+30"]
     assert c["i8"] == ["127"] and c["u8"] == ["0"], "integer casts clamp"
     assert c["i32half"] == ["2"] and c["i32half3"] == ["4"], "integer casts round half to even"
     assert c["u32nan"] == ["0"], "NaN casts to 0"
