@@ -12,8 +12,13 @@ import {destroyTensorState, makeTensor} from './tensor.js';
 let nextContextId = 1;
 let nextObjectId = 1;
 
-// Tensors and graphs that script drops without destroy() are released in the worker once collected.
+// Tensors and graphs that script drops without destroy() are released in the worker once collected,
+// and so is everything of a context dropped without destroy().
 const collected = new FinalizationRegistry(({core, kind, state}) => core.collect(kind, state));
+const droppedContexts = new FinalizationRegistry(({runtime, worker, id, listener}) => {
+  runtime.lostListeners.delete(listener);
+  if (!worker.dead) worker.post('destroyContext', {ctx: id});
+});
 
 function lostError(where) {
   return new DOMException(`${where}: the context is lost`, 'InvalidStateError');
@@ -31,10 +36,21 @@ class ContextCore {
     this.graphs = new Set();
     this.aborts = new Set();
     this.lostPromise = new Promise((resolve) => { this.resolveLost = resolve; });
+    // held weakly, so that a context script drops can be collected (see droppedContexts)
+    const self = new WeakRef(this);
     this.onWorkerLost = (w, reason) => {
-      if (w === this.worker) this.markLost(`the WebNN worker was lost: ${reason}`);
+      const core = self.deref();
+      if (core && w === core.worker) core.markLost(`the WebNN worker was lost: ${reason}`);
     };
     runtime.lostListeners.add(this.onWorkerLost);
+  }
+
+  /** Tie this core to its MLContext object, and release the worker side if script drops that object. */
+  attach(context) {
+    this.context = context;
+    droppedContexts.register(context, {
+      runtime: this.runtime, worker: this.worker, id: this.id, listener: this.onWorkerLost,
+    }, this);
   }
 
   /** The spec's "lose" steps: resolve `lost`, destroy every graph and tensor, abort work in flight.
@@ -43,6 +59,7 @@ class ContextCore {
     if (this.lost) return;
     this.lost = true;
     this.runtime.lostListeners.delete(this.onWorkerLost);
+    droppedContexts.unregister(this);
     this.resolveLost({message});
     for (const g of [...this.graphs]) destroyGraphState(g);
     for (const t of [...this.tensors]) destroyTensorState(t, `the context is lost: ${message}`);
@@ -173,7 +190,7 @@ class ContextCore {
 export class MLContext {
   constructor(token, core) {
     illegal(token);
-    core.context = this;
+    core.attach(this);
     contextState.set(this, core);
   }
 
