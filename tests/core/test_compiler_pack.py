@@ -13,15 +13,17 @@ FILTER = {"oihw": (0, 1, 2, 3), "hwio": (2, 3, 1, 0), "ohwi": (0, 2, 3, 1), "ihw
 
 @pytest.mark.parametrize("layout", ["nchw", "nhwc"])
 @pytest.mark.parametrize("filter_layout", list(FILTER))
-@pytest.mark.parametrize("kind", ["1x1", "3x3", "strided", "depthwise", "depthwise-strided"])
+@pytest.mark.parametrize("kind", ["1x1", "3x3", "3x3-wide", "strided", "depthwise", "depthwise-strided",
+                                  "depthwise-dilated"])
 def test_conv2d_packed(layout: str, filter_layout: str, kind: str) -> None:
-    n, c, h, w = 2, 6, 9, 8
+    # 6 channels: the few-channel im2col path; 10: the channels-last one
+    n, c, h, w = 2, 10 if kind.endswith("wide") else 6, 9, 8
     depthwise = kind.startswith("depthwise")
     o, groups = (c, c) if depthwise else (5, 1)
     k = 1 if kind == "1x1" else 3
     opts = {"inputLayout": layout, "filterLayout": filter_layout, "groups": groups}
     if kind != "1x1":
-        opts.update(padding=[1, 2, 0, 1], dilations=[1, 2] if kind == "3x3" else [1, 1])
+        opts.update(padding=[1, 2, 0, 1], dilations=[1, 2] if kind.endswith(("3x3", "dilated")) else [1, 1])
     if "strided" in kind:
         opts["strides"] = [2, 2]
     oihw = np.random.default_rng(3).standard_normal((o, c // groups, k, k)).astype(np.float32)
