@@ -8,7 +8,7 @@ import {
   toSequence,
 } from './idl.js';
 import {
-  INTERNAL, builderState, contextState, defineInterface, foreignHint, operandState, stateOf, tensorState,
+  builderState, contextState, defineInterface, foreignHint, operandState, stateOf, tensorState,
 } from './internal.js';
 import {makeOperand} from './operand.js';
 

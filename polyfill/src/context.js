@@ -2,12 +2,13 @@
 // https://www.w3.org/TR/webnn/#api-mlcontext
 
 import {BYTES_PER_ELEMENT, bytesFor, checkBufferSource, copyFor} from './buffers.js';
-import {checkDimensions, toDictionary, toOperandDescriptor, toRecord, toTensorDescriptor} from './idl.js';
+import {checkDimensions, toOperandDescriptor, toRecord, toTensorDescriptor} from './idl.js';
 import {
   INTERNAL, contextState, defineInterface, foreignHint, graphState, illegal, stateOf, tensorState,
 } from './internal.js';
 import {destroyGraphState, makeGraph} from './graph.js';
 import {destroyTensorState, makeTensor} from './tensor.js';
+import {legacyCompute} from './compute.js';
 
 let nextContextId = 1;
 let nextObjectId = 1;
@@ -315,38 +316,7 @@ export class MLContext {
     const where = 'MLContext.compute';
     const c = stateOf(contextState, this, where);
     if (arguments.length < 3) throw new TypeError(`${where}: 3 arguments required, but only ${arguments.length} present`);
-    const g = c.graphArg(graph, `${where}: graph`);
-    if (g.context !== this) throw new TypeError(`${where}: the graph belongs to another MLContext`);
-    if (g.destroyed) throw new DOMException(`${where}: the graph has been destroyed`, 'InvalidStateError');
-    if (c.lost) throw lostError(where);
-    const views = (record, expected, what) => {
-      const entries = Object.entries(toDictionary(record, what));
-      const names = Object.keys(expected);
-      if (entries.length !== names.length || !entries.every(([n]) => n in expected)) {
-        throw new TypeError(`${what}: expected buffers named [${names.join(', ')}]`);
-      }
-      for (const [name, view] of entries) {
-        if (!ArrayBuffer.isView(view) || view instanceof DataView) {
-          throw new TypeError(`${what}['${name}']: expected a typed array`);
-        }
-        bytesFor(view, expected[name], `${what}['${name}']`);
-      }
-      return entries;
-    };
-    const ins = views(inputs, g.inputs, `${where}: inputs`);
-    const outs = views(outputs, g.outputs, `${where}: outputs`);
-    const all = [...ins, ...outs].map(([, v]) => v.buffer);
-    if (new Set(all).size !== all.length) throw new TypeError(`${where}: the same ArrayBuffer is used twice`);
-    const meta = (entries) => entries.map(([name, v]) => ({
-      name, ctor: Object.prototype.toString.call(v).slice(8, -1), byteOffset: v.byteOffset, length: v.length,
-      buffer: v.buffer,
-    }));
-    const inMeta = meta(ins);
-    const outMeta = meta(outs);
-    const reply = await c.untilLost(
-      c.worker.request('compute', {ctx: c.id, gid: g.id, inputs: inMeta, outputs: outMeta}, all), where);
-    const rebuild = (list) => Object.fromEntries(list.map((m) => [m.name, new globalThis[m.ctor](m.buffer, m.byteOffset, m.length)]));
-    return {inputs: rebuild(reply.inputs), outputs: rebuild(reply.outputs)};
+    return legacyCompute(c, this, graph, inputs, outputs, where);
   }
 }
 defineInterface(MLContext, 'MLContext', {
