@@ -81,6 +81,7 @@ def test_create_context_options_and_gpu_device(webnn_page: Any) -> None:
     results = _run(webnn_page, CREATE_CONTEXT_JS)
     _assert_all_pass(results)
     info = next(r for r in results if r["name"] == "GPUDevice present")
+    print(f"GPUDevice interface present: {info['got']}; createContext(GPUDevice) -> {info['message'] or 'not run'}")
     if info["got"] == "true":
         assert "GPUDevice" in info["message"] and "not supported" in info["message"]
 
