@@ -110,12 +110,12 @@ def _health(settings: Settings, wheels: CoreWheelCache) -> dict[str, Any]:
     }
 
 
-@functools.lru_cache(maxsize=1)
-def _models_module(repo_root: Path) -> Any:
-    """scripts/models.py (not a package) loaded once; dataclasses need it in sys.modules."""
-    spec = importlib.util.spec_from_file_location("webnn_scripts_models", repo_root / "scripts" / "models.py")
+@functools.lru_cache(maxsize=4)
+def _script(repo_root: Path, name: str) -> Any:
+    """scripts/<name>.py (not a package) loaded once; dataclasses need it in sys.modules."""
+    spec = importlib.util.spec_from_file_location(f"webnn_scripts_{name}", repo_root / "scripts" / f"{name}.py")
     assert spec is not None and spec.loader is not None
-    module = sys.modules.setdefault("webnn_scripts_models", importlib.util.module_from_spec(spec))
+    module = sys.modules.setdefault(f"webnn_scripts_{name}", importlib.util.module_from_spec(spec))
     spec.loader.exec_module(module)
     return module
 
@@ -125,7 +125,7 @@ def _model_file(repo_root: Path, name: str) -> Path | None:
     mediapipe/modules/ (the gallery also uses models the registry does not list); None when absent."""
     if not name.replace("_", "").isalnum():
         return None
-    models = _models_module(repo_root)
+    models = _script(repo_root, "models")
     try:
         if name in models.MODELS:
             return Path(models.model_path(name))
@@ -177,6 +177,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if path is None or not path.is_file():
             return JSONResponse({"detail": f"no model '{name}' (pip install mediapipe==0.10.14)"}, 404)
         return FileResponse(path, media_type="application/octet-stream", headers={"cache-control": NO_CACHE})
+
+    @app.get("/gallery/samples/{name}.png")
+    def sample_photo(name: str) -> Response:
+        # generated from scikit-image on first use (scripts/make_samples.py), not committed
+        make_samples = _script(settings.repo_root, "make_samples")
+        path = WEB_DIR / "gallery" / "samples" / f"{name}.png"
+        if name not in make_samples.SAMPLES:
+            return JSONResponse({"detail": f"no sample photo '{name}'"}, 404)
+        if not path.is_file():
+            try:
+                make_samples.make_samples(path.parent)
+            except ImportError:
+                return JSONResponse({"detail": "scikit-image is needed: pip install -e '.[models]'"}, 404)
+        return FileResponse(path, media_type="image/png", headers={"cache-control": NO_CACHE})
 
     add_report_routes(app, settings.reports_dir)  # /reports/: past comparison-bench runs
 
