@@ -4,9 +4,10 @@ Y4M video that stands in for a camera in the browser tests.
 
     python scripts/make_samples.py [--out web/gallery/samples] [--y4m FILE]
 
-The PNGs are generated, not committed (about 0.5 MB each); `make assets` runs this script, and a second run
-only checks that the files exist.  `--y4m FILE` also writes a short 640x480 4:2:0 video of the astronaut
-(letterboxed, as a webcam frame would be) for Chromium's `--use-file-for-fake-video-capture`.
+The PNGs are generated, not committed (about 0.5 MB each): the dev server writes them on the first request of
+/gallery/samples/<name>.png (through make_samples() here), or run this script; existing files are kept.
+`--y4m FILE` also writes a short 640x480 4:2:0 video of the astronaut (letterboxed, as a webcam frame would
+be) for Chromium's `--use-file-for-fake-video-capture`.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,8 @@ import gallery_reference as ref  # noqa: E402
 
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[2]
-SHOTS = ROOT / "test-results" / "gallery"
+# pytest-playwright empties test-results/ when a session starts: $PYODIDE_WEBNN_SHOTS keeps them elsewhere
+SHOTS = Path(os.environ.get("PYODIDE_WEBNN_SHOTS") or ROOT / "test-results" / "gallery")
 TIMEOUT_MS = 240_000
 FACE = ref.ASTRONAUT_FACE
 
@@ -323,6 +325,20 @@ def test_camera_runs_live(gallery: Gallery, camera_frame: np.ndarray) -> None:
         assert faces == []
     gallery.shot("camera")
     gallery.open("faces")  # back to the photo: stops the camera
+
+
+def test_converted_programs_come_back_from_the_browser_cache(gallery: Gallery) -> None:
+    """A second load of a converted model (as after a reload) skips the loader: Cache Storage has it."""
+    got = gallery.page.evaluate("""async () => {
+      const {loadProgram} = await import('./lib/models.js');
+      const first = await loadProgram('face_detection_short_range');
+      const again = await loadProgram('face_detection_short_range', {memory: false});
+      const same = new Uint8Array(first.weights).every((b, i) => b === new Uint8Array(again.weights)[i]);
+      return {first: first.source, again: again.source, steps: [first.program.steps.length,
+              again.program.steps.length], same, bytes: [first.weights.byteLength, again.weights.byteLength]};
+    }""")
+    assert got["first"] == "converted" and got["again"] == "cache", got
+    assert got["steps"][0] == got["steps"][1] and got["bytes"][0] == got["bytes"][1] and got["same"]
 
 
 def test_index_links_every_sample(gallery: Gallery, dev_server: str) -> None:

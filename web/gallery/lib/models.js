@@ -49,6 +49,7 @@ async function download(url, onProgress, what) {
 }
 
 async function sha256(buffer) {
+  if (!globalThis.crypto?.subtle) return null;  // not a secure context: no persistent cache
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', buffer));
   return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
 }
@@ -108,9 +109,10 @@ async function fromTFLite(name, spec, onProgress) {
   const t0 = performance.now();
   const bytes = await download(spec.tflite, onProgress, `${name}.tflite`);
   const core = await (await fetch(coreManifestURL(), {cache: 'no-cache'})).json();
-  const key = new URL(`/__webnn-programs__/${name}/${(await sha256(bytes)).slice(0, 16)}-${core.sha256.slice(0, 16)}`,
+  const digest = await sha256(bytes);
+  const key = new URL(`/__webnn-programs__/${name}/${digest?.slice(0, 16)}-${core.sha256.slice(0, 16)}`,
     location.href).href;
-  const cache = await openCache();
+  const cache = digest ? await openCache() : null;
   if (cache) {
     const [j, w] = await Promise.all([cache.match(key + '.json'), cache.match(key + '.bin')]);
     if (j && w) {
@@ -149,12 +151,18 @@ async function fromProgramFile(name, spec, onProgress) {
 }
 
 /**
- * The recorded program of model `name`: {name, program, weights, source, ms, ...}.
+ * The recorded program of model `name`: {name, program, weights, source, ms, ...}; source is 'converted' (by the
+ * loader in this page), 'cache' (Cache Storage) or 'file' (a program file).
  * onProgress({stage, message, loaded?, total?}) reports downloads, the loader's boot and the conversion.
+ * memory: false skips this page's in-memory copy (the persistent cache still applies).
  */
-export function loadProgram(name, {onProgress = () => {}} = {}) {
+export function loadProgram(name, {onProgress = () => {}, memory: useMemory = true} = {}) {
   const spec = MODELS[name];
   if (!spec) return Promise.reject(new Error(`unknown model ${name}; known: ${Object.keys(MODELS).join(', ')}`));
+  if (!useMemory) {
+    return (spec.tflite ? fromTFLite(name, spec, onProgress) : fromProgramFile(name, spec, onProgress))
+      .then((r) => ({name, ...r}));
+  }
   if (!memory.has(name)) {
     const p = (spec.tflite ? fromTFLite(name, spec, onProgress) : fromProgramFile(name, spec, onProgress))
       .then((r) => ({name, ...r}));
