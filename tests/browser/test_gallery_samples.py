@@ -136,6 +136,14 @@ def _inside(points: np.ndarray, box: Any, margin: float = 0.0) -> np.ndarray:
             & (points[:, 1] >= y0 - my) & (points[:, 1] <= y1 + my))
 
 
+# strokes in drawing-area pixels (280 x 280), one list of points per pen stroke
+DRAWN = {
+    3: [[(90, 60), (150, 45), (185, 90), (130, 135), (190, 180), (150, 235), (90, 220)]],
+    4: [[(170, 40), (80, 170), (205, 170)], [(170, 40), (170, 245)]],
+    7: [[(70, 60), (210, 60), (130, 240)]],
+}
+
+
 def _roi(r: dict[str, float]) -> ref.Roi:
     return ref.Roi(r["cx"], r["cy"], r["width"], r["height"], r["angle"])
 
@@ -272,16 +280,19 @@ def test_digits_classify_held_out_digits(gallery: Gallery) -> None:
     np.testing.assert_allclose(page_inputs, train_digits.through_page(x_test), atol=0.032)
     assert gallery.stat("Inference (last)").endswith("ms")
 
-    # a digit drawn with the mouse: a 7
-    gallery.page.evaluate("window.gallery.digits.clear()")
-    box = gallery.page.locator("canvas.draw").bounding_box()
-    mouse = gallery.page.mouse
-    mouse.move(box["x"] + 70, box["y"] + 60)
-    mouse.down()
-    for x, y in [(140, 58), (210, 60), (180, 130), (150, 200), (132, 240)]:
-        mouse.move(box["x"] + x, box["y"] + y, steps=8)
-    mouse.up()
-    gallery.page.wait_for_function("window.gallery.snapshot().result?.digit === 7", timeout=20_000)
+    # digits drawn with the mouse (pointer events on the drawing area), once the loading panel has gone
+    gallery.page.wait_for_selector("#loading", state="hidden")
+    for digit, strokes in DRAWN.items():
+        gallery.page.evaluate("window.gallery.digits.clear()")
+        box = gallery.page.locator("canvas.draw").bounding_box()
+        mouse = gallery.page.mouse
+        for stroke in strokes:
+            mouse.move(box["x"] + stroke[0][0], box["y"] + stroke[0][1])
+            mouse.down()
+            for x, y in stroke[1:]:
+                mouse.move(box["x"] + x, box["y"] + y, steps=10)
+            mouse.up()
+        gallery.page.wait_for_function(f"window.gallery.snapshot().result?.digit === {digit}", timeout=20_000)
     gallery.shot("digits")
 
 

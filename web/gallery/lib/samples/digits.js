@@ -3,7 +3,7 @@
 // finger; the drawing is reduced to 8x8 like the dataset's bitmaps and classified at every stroke.
 
 const SIZE = 280;  // drawing canvas, CSS and bitmap pixels
-const LINE = 22;  // stroke width: about 2.5 px of the 32x32 box for a digit drawn 240 px tall, like the dataset
+const LINE = 36;  // stroke width: about 6 px of the 32x32 box for a digit drawn 200 px tall, like the dataset's strokes
 const CELL = 28;  // pixels per cell when an 8x8 digit is painted (8 x 28 = 224, centred)
 const INK = 0.05;  // less ink than this is background when finding the digit's box
 
