@@ -21,8 +21,8 @@ export default {
   detailsTitle: 'Pose',
   intro: "MediaPipe's <b>BlazePose</b>: a detector finds the person and the line from the hips to the top of the " +
     'body; the page crops an upright square there, and the landmark model places 33 body points (face, ' +
-    'shoulders, elbows, wrists, hips, knees, ankles), each with a visibility. Two larger models: expect seconds ' +
-    'per frame.',
+    'shoulders, elbows, wrists, hips, knees, ankles), each with a visibility. Two larger models: expect about a second ' +
+    'per frame or more.',
 
   async process(frame, ctx) {
     const lb = resizeToTensor(frame.source, POSE_SSD.size, {lo: -1, hi: 1, keepAspect: true});
