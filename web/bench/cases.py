@@ -80,9 +80,7 @@ def resolve_data(data: Any, dtype: str, shape: Sequence[int], where: str) -> Any
         if "base64" in data:
             arr = np.frombuffer(base64.b64decode(data["base64"]), dtype=np.dtype(dtype).newbyteorder("<"))
             if arr.size != count:
-                raise ValueError(
-                    f"{where}: base64 holds {arr.size} {dtype} values, shape {list(shape)} needs {count}"
-                )
+                raise ValueError(f"{where}: base64 holds {arr.size} {dtype} values, shape {list(shape)} needs {count}")
             return arr.astype(dtype).tolist()
         if "random" in data:
             r = data["random"]
@@ -92,9 +90,7 @@ def resolve_data(data: Any, dtype: str, shape: Sequence[int], where: str) -> Any
                 return rng.integers(int(low), int(high), size=count, endpoint=True).astype(dtype).tolist()
             # drawn in float64, rounded once to the operand type
             return rng.uniform(low, high, size=count).astype(dtype).tolist()
-        raise ValueError(
-            f"{where}: unknown data form {sorted(data)} (use a list, a number, base64 or random)"
-        )
+        raise ValueError(f"{where}: unknown data form {sorted(data)} (use a list, a number, base64 or random)")
     if isinstance(data, list) and data and isinstance(data[0], list):
         return np.asarray(data).ravel().tolist()  # nested lists are accepted and flattened row-major
     return data
@@ -126,18 +122,14 @@ def _has_null(v: Any) -> bool:
 # ---------------------------------------------------------------------------------------------- loading
 
 
-def _graph_case(
-    prefix: str, name: str, graph: Mapping[str, Any], source: str, meta: Mapping[str, Any]
-) -> BenchCase:
+def _graph_case(prefix: str, name: str, graph: Mapping[str, Any], source: str, meta: Mapping[str, Any]) -> BenchCase:
     where = f"{source}: {name}"
     invalid = ""
     try:
         g = _normalize_graph(graph, where)
     except (KeyError, ValueError, TypeError) as e:
         g, invalid = dict(graph), f"{type(e).__name__}: {e}"
-    if not invalid and (
-        _has_null(g.get("inputs")) or _has_null(g.get("operators")) or _has_null(g.get("expectedOutputs"))
-    ):
+    if not invalid and any(_has_null(g.get(k) or {}) for k in ("inputs", "operators", "expectedOutputs")):
         invalid = "the case data holds null where the JSON conversion dropped a non-finite value"
     return BenchCase(
         f"{prefix}/{name}",
@@ -197,9 +189,7 @@ def select(spec: str | Sequence[str], wpt_dir: str | Path | None = None) -> list
             elif path.is_file():
                 cases = load_graph_file(path)
             else:
-                raise ValueError(
-                    f"case selection '{part}': not 'wpt[:ops][@N]' and no such file or directory"
-                )
+                raise ValueError(f"case selection '{part}': not 'wpt[:ops][@N]' and no such file or directory")
         for c in cases:
             found.setdefault(c.id, c)
     return list(found.values())

@@ -58,9 +58,7 @@ def expected_arrays(
             out[name] = (values, prefix, d["dataType"], tuple(d["shape"]))
         return out, "case"
     if reference is not None:
-        return {
-            n: (a.ravel(), False, a.dtype.name, tuple(a.shape)) for n, a in reference.items()
-        }, "reference"
+        return {n: (a.ravel(), False, a.dtype.name, tuple(a.shape)) for n, a in reference.items()}, "reference"
     return {}, None
 
 
@@ -81,18 +79,14 @@ def check_outputs(
             continue
         arr = np.asarray(actual[name])
         if arr.dtype.name != dtype or tuple(arr.shape) != shape:
-            result.problems.append(
-                f"{name}: got {arr.dtype.name}{list(arr.shape)}, expected {dtype}{list(shape)}"
-            )
+            result.problems.append(f"{name}: got {arr.dtype.name}{list(arr.shape)}, expected {dtype}{list(shape)}")
             continue
         try:
             tol = tolerance_for(case, contexts, dtype)
         except (KeyError, ValueError) as e:
             result.problems.append(f"{name}: no tolerance rule ({e}); give the case a 'tolerance'")
             continue
-        result.tolerance = (
-            tol if result.tolerance is None else max(result.tolerance, tol, key=lambda t: t.ulp)
-        )
+        result.tolerance = tol if result.tolerance is None else max(result.tolerance, tol, key=lambda t: t.ulp)
         got = arr.reshape(-1)[: values.size] if prefix else arr
         c = check(list(contexts), got, values, dtype, tolerance=tol)
         result.max_ulp, result.max_abs = max(result.max_ulp, c.max_ulp), max(result.max_abs, c.max_abs)
@@ -143,6 +137,4 @@ class Pair:
 def pairwise(case_id: str, outputs: Mapping[str, Mapping[str, np.ndarray]]) -> list[Pair]:
     """Every two implementations (by column label) that produced outputs for the case."""
     labels = sorted(outputs)
-    return [
-        Pair(case_id, a, b, *distance(outputs[a], outputs[b])) for a, b in itertools.combinations(labels, 2)
-    ]
+    return [Pair(case_id, a, b, *distance(outputs[a], outputs[b])) for a, b in itertools.combinations(labels, 2)]

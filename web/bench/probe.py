@@ -66,9 +66,7 @@ class Probe:
         for s in self.states:
             if s.impl == impl and s.variant == variant:
                 return s
-        return ImplState(
-            impl, variant, UNUSABLE, {"name": "NotProbed", "message": f"variant '{variant}' not probed"}
-        )
+        return ImplState(impl, variant, UNUSABLE, {"name": "NotProbed", "message": f"variant '{variant}' not probed"})
 
     def to_json(self) -> dict[str, Any]:
         return {

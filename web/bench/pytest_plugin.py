@@ -31,7 +31,7 @@ import pytest
 from web.bench import results as res
 from web.bench.cases import BenchCase, load_graph_file, select
 from web.bench.compare import Pair, pairwise
-from web.bench.probe import VARIANTS, Probe
+from web.bench.probe import USABLE, VARIANTS, Probe
 from web.bench.results import FAIL, PASS, UNAVAILABLE, Result, RunWriter
 from web.bench.runner import DEFAULT_IMPLS, Item, Runner, expand_impls, plan
 from web.bench.session import BrowserSession, Target, dev_server, local_target, remote_target
@@ -137,6 +137,23 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("webnn_target", targets, ids=[t.id for t in targets], scope="session")
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Group bench tests by browser for `pytest -n N --dist loadgroup`: each worker then boots only the
+    browsers of its groups.  (pytest-xdist 3.8 cannot apply groups under pytest 9.2, whose node ids it no
+    longer rewrites; the marks take effect with an xdist that can.)"""
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        bench_item, target = params.get("webnn_item"), params.get("webnn_target")
+        if isinstance(bench_item, Item):
+            group = bench_item.target.id if bench_item.target else "cpython"
+        elif isinstance(target, Target):
+            group = target.id
+        else:
+            continue
+        item.add_marker(pytest.mark.xdist_group(f"webnn-{group}"))
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Iterator[None]:
     outcome = yield
@@ -169,12 +186,9 @@ def webnn_runner(
     """Opens each target's browser on first use (probed, bench page booted) and records every result."""
     worker = getattr(pytestconfig, "workerinput", {}).get("workerid")
     writer = RunWriter(pytestconfig.stash[_RUN_DIR_KEY], worker)
-    trace = pytestconfig.getoption("--tracing", default="off") in ("on", "retain-on-failure")
 
     def open_session(target: Target) -> BrowserSession:
-        return BrowserSession(
-            playwright, target, webnn_server_url, launch_base=browser_type_launch_args, trace=trace
-        ).start()
+        return BrowserSession(playwright, target, webnn_server_url, launch_base=browser_type_launch_args).start()
 
     runner = Runner(open_session, writer, repeat=pytestconfig.getoption("--webnn-repeat"))
     yield runner
@@ -193,6 +207,7 @@ def _webnn_trace(
         if mode == "off":
             return
         session = webnn_runner.session(target)
+        session.start_tracing()
         session.context.tracing.start_chunk(title=request.node.nodeid)
         started.append(session)
 
@@ -201,9 +216,7 @@ def _webnn_trace(
     for session in started:
         if mode == "on" or failed:
             os.makedirs(output_path, exist_ok=True)
-            session.context.tracing.stop_chunk(
-                path=os.path.join(output_path, f"trace-{session.target.id}.zip")
-            )
+            session.context.tracing.stop_chunk(path=os.path.join(output_path, f"trace-{session.target.id}.zip"))
         else:
             session.context.tracing.stop_chunk()
 
@@ -216,9 +229,11 @@ def webnn_result(
     request: pytest.FixtureRequest,
 ) -> Result:
     """Runs the test's (case, implementation, browser) item and returns its recorded Result."""
-    if webnn_item.target is not None:
+    if webnn_item.target is not None and not webnn_item.case.invalid:
         try:
-            _webnn_trace(webnn_item.target)
+            # trace only what touches the page: not an implementation the probe found unusable
+            if webnn_runner.probe(webnn_item.target).state(webnn_item.impl, webnn_item.variant).state == USABLE:
+                _webnn_trace(webnn_item.target)
         except Exception:  # noqa: BLE001 - the run below reports a browser that cannot start
             pass
     result, _ = webnn_runner.run(webnn_item, request.node.nodeid)

@@ -51,9 +51,7 @@ def run_reference(case: BenchCase, repeat: int = 3) -> Outcome:
         return Outcome("invalid", error=case.invalid, stage="load")
     missing = sorted({n for n in case.ops if n not in OPS})
     if missing:
-        return Outcome(
-            "unsupported", error=f"operator(s) not in py_core: {', '.join(missing)}", stage="build"
-        )
+        return Outcome("unsupported", error=f"operator(s) not in py_core: {', '.join(missing)}", stage="build")
     timings: dict[str, Any] = {}
     stage = "build"
     try:

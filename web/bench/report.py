@@ -88,9 +88,7 @@ def _environment(meta: Mapping[str, Any], probes: Sequence[Mapping[str, Any]]) -
             continue
         seen.add(p["target"])
         env = p.get("environment", {})
-        out.append(
-            f"<h3>{escape(p['target'])}: {escape(p['browser'])} {escape(p.get('browser_version', ''))}</h3>"
-        )
+        out.append(f"<h3>{escape(p['target'])}: {escape(p['browser'])} {escape(p.get('browser_version', ''))}</h3>")
         out.append(
             f'<p class="small">{escape(env.get("userAgent", ""))}<br>secure context: '
             f"{env.get('isSecureContext')}, crossOriginIsolated: {env.get('crossOriginIsolated')}, "
@@ -133,9 +131,7 @@ def _matrix(results: Sequence[Result], columns: Sequence[str]) -> str:
     for r in results:
         by[r.op][r.column].append(r)
     # columns where nothing ran (an implementation absent or unusable in that browser) fold into one note
-    dead = [
-        c for c in columns if all(r.status == res.UNAVAILABLE for op in by.values() for r in op.get(c, []))
-    ]
+    dead = [c for c in columns if all(r.status == res.UNAVAILABLE for op in by.values() for r in op.get(c, []))]
     live = [c for c in columns if c not in dead]
     out = [
         '<h2 id="matrix">Pass matrix: operator × implementation × browser</h2>',
@@ -251,9 +247,7 @@ def _ratio_to(med: Mapping[tuple[str, str], float], col: str, peer: str) -> str:
 
 
 def _latency(results: Sequence[Result], columns: Sequence[str]) -> str:
-    timed = [
-        r for r in results if r.timings.get("median_ms") is not None and r.status in (res.PASS, res.FAIL)
-    ]
+    timed = [r for r in results if r.timings.get("median_ms") is not None and r.status in (res.PASS, res.FAIL)]
     out = [
         '<h2 id="latency">Latency</h2>',
         '<p class="small">Median of the timed runs after the first (write inputs, dispatch, read outputs in '
@@ -344,6 +338,7 @@ def write_report(run_dir: str | Path, meta: Mapping[str, Any] | None = None) -> 
     from web.bench.reference import environment
 
     run_dir = Path(run_dir)
+    res.merge(run_dir)
     probes, results = res.load(run_dir)
     full = {**res.read_meta(run_dir), **(meta or {})}
     full.update(

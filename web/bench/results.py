@@ -99,9 +99,7 @@ class Result:
     @property
     def label(self) -> str:
         """Implementation and variant, e.g. "polyfill", "native:gpu", "reference"."""
-        if self.implementation == "reference" or (
-            self.implementation == "polyfill" and self.variant == "default"
-        ):
+        if self.implementation == "reference" or (self.implementation == "polyfill" and self.variant == "default"):
             return self.implementation
         return f"{self.implementation}:{self.variant}"
 

@@ -52,9 +52,7 @@ def expand_impls(specs: Iterable[str]) -> list[tuple[str, str]]:
                 continue
             impl, _, pattern = part.partition(":")
             if impl not in IMPLEMENTATIONS:
-                raise ValueError(
-                    f"unknown implementation '{impl}' in '{part}' (one of {', '.join(IMPLEMENTATIONS)})"
-                )
+                raise ValueError(f"unknown implementation '{impl}' in '{part}' (one of {', '.join(IMPLEMENTATIONS)})")
             matched = [v for v in VARIANTS if fnmatch.fnmatchcase(v, pattern or "default")]
             if not matched:
                 raise ValueError(f"'{part}': no context variant matches (variants: {', '.join(VARIANTS)})")

@@ -62,9 +62,7 @@ def remote_target(endpoint: str) -> Target:
     return Target(f"remote-{name}-{browser}", browser, endpoint)
 
 
-def remote_launch_options(
-    browser: str, *, native_webnn: bool = True, headless: bool = True
-) -> dict[str, Any]:
+def remote_launch_options(browser: str, *, native_webnn: bool = True, headless: bool = True) -> dict[str, Any]:
     """This machine's offline launch options (web.browsers) in run-server's launch-options form.  The
     server must run with --unsafe to accept args and executablePath; `env` cannot travel (set it on the
     server's own environment)."""
@@ -127,7 +125,6 @@ class BrowserSession:
         launch_base: Mapping[str, Any] | None = None,
         native_webnn: bool = True,
         timeout_ms: int = 180_000,
-        trace: bool = False,
     ) -> None:
         self.playwright = playwright
         self.target = target
@@ -135,12 +132,12 @@ class BrowserSession:
         self.launch_base = dict(launch_base or {})
         self.native_webnn = native_webnn
         self.timeout_ms = timeout_ms
-        self.trace = trace
         self.browser: Any = None
         self.context: Any = None
         self.page: Any = None
         self.page_errors: list[str] = []
         self._probe: Probe | None = None
+        self._tracing = False
 
     @property
     def version(self) -> str:
@@ -151,9 +148,7 @@ class BrowserSession:
         if self.target.remote:
             headers = {}
             if "launch-options" not in (self.target.endpoint or ""):
-                opts = {
-                    _CAMEL.get(k, k): v for k, v in self.launch_base.items() if k in ("headless", "slow_mo")
-                }
+                opts = {_CAMEL.get(k, k): v for k, v in self.launch_base.items() if k in ("headless", "slow_mo")}
                 headers["x-playwright-launch-options"] = json.dumps(opts)
             # the remote browser opens http://127.0.0.1:<port> through this machine: loopback is a secure
             # context, so WebNN and crossOriginIsolated work there as they do here
@@ -164,12 +159,17 @@ class BrowserSession:
             kw = launch_args(self.target.browser, native_webnn=self.native_webnn, base=self.launch_base)
             self.browser = browser_type.launch(**kw)
         self.context = self.browser.new_context()
-        if self.trace:
-            self.context.tracing.start(
-                title=f"webnn bench {self.target.id}", screenshots=True, snapshots=True, sources=True
-            )
         self.open_page()
         return self
+
+    def start_tracing(self) -> None:
+        """Start the context's trace once, after the polyfill booted: chunks then hold test actions, not the
+        Pyodide downloads.  No screencast: the bench page barely changes, and frames cost CPU."""
+        if not self._tracing:
+            self.context.tracing.start(
+                title=f"webnn bench {self.target.id}", screenshots=False, snapshots=True, sources=True
+            )
+            self._tracing = True
 
     def open_page(self) -> None:
         """(Re)open the bench page; the polyfill boots at the probe's first createContext()."""

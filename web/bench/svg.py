@@ -64,8 +64,7 @@ def histogram(
         )
         if count:
             parts.append(
-                f'<text x="{x + bw / 2:.1f}" y="{head + plot_h - h - 2:.1f}" '
-                f'text-anchor="middle">{count}</text>'
+                f'<text x="{x + bw / 2:.1f}" y="{head + plot_h - h - 2:.1f}" text-anchor="middle">{count}</text>'
             )
         parts.append(
             f'<text x="{x + bw / 2:.1f}" y="{height - bottom + 12}" text-anchor="middle" '
@@ -77,9 +76,7 @@ def histogram(
             f'<line x1="{x:.1f}" y1="{head}" x2="{x:.1f}" y2="{head + plot_h}" stroke="#d62728" '
             f'stroke-dasharray="4 3"><title>tolerance</title></line>'
         )
-    parts.append(
-        f'<line x1="{left}" y1="{head + plot_h}" x2="{width - 4}" y2="{head + plot_h}" stroke="#999"/>'
-    )
+    parts.append(f'<line x1="{left}" y1="{head + plot_h}" x2="{width - 4}" y2="{head + plot_h}" stroke="#999"/>')
     parts.append(f'<text x="{left}" y="{height - 4}" fill="#555">error / tolerance</text></svg>')
     return "".join(parts)
 
@@ -141,9 +138,7 @@ def hbars(
     for i, (label, value, fill) in enumerate(rows):
         y = head + i * (bar + gap)
         w = max(x(value), 1.0) if value and value > 0 else 0
-        parts.append(
-            f'<text x="{label_width - 6}" y="{y + bar - 3}" text-anchor="end">{escape(label)}</text>'
-        )
+        parts.append(f'<text x="{label_width - 6}" y="{y + bar - 3}" text-anchor="end">{escape(label)}</text>')
         parts.append(
             f'<rect x="{label_width}" y="{y}" width="{w:.1f}" height="{bar}" fill="{fill}">'
             f"<title>{escape(label)}: {_fmt(value)} {escape(unit)}</title></rect>"
@@ -174,8 +169,7 @@ def dotplot(
     lx = 0
     for i, s in enumerate(series):
         parts.append(
-            f'<circle cx="{lx + 5}" cy="24" r="4" fill="{color(i)}"/>'
-            f'<text x="{lx + 12}" y="28">{escape(s)}</text>'
+            f'<circle cx="{lx + 5}" cy="24" r="4" fill="{color(i)}"/><text x="{lx + 12}" y="28">{escape(s)}</text>'
         )
         lx += 16 + 6.5 * len(s)
     _axis(parts, label_width, head + len(rows) * step, plot_w, lo, hi, x, unit)

@@ -1,0 +1,304 @@
+"""The bench's pure-Python parts, no browser: case loading and selection, the wire form, comparisons,
+results files, the report and the /reports/ routes."""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from web.app import create_app
+from web.bench import cases, compare, report, results
+from web.bench.probe import VARIANTS, ImplState, Probe
+from web.bench.runner import expand_impls, plan
+from web.bench.session import remote_launch_options, remote_target
+from web.settings import Settings
+
+GRAPHS = Path(__file__).resolve().parents[1] / "data" / "graphs"
+
+
+def _graph(data: object, dtype: str = "float32", shape: tuple[int, ...] = (4,), **extra: object) -> dict:
+    return {
+        "inputs": {"x": {"descriptor": {"dataType": dtype, "shape": list(shape)}, "data": data}},
+        "operators": [{"name": "relu", "arguments": [{"input": "x"}], "outputs": "y"}],
+        "outputs": ["y"],
+        **extra,
+    }
+
+
+def _case(tmp_path: Path, graph: dict, name: str = "g") -> cases.BenchCase:
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(graph))
+    (case,) = cases.load_graph_file(path)
+    return case
+
+
+# ------------------------------------------------------------------------------------------------ cases
+
+
+def test_selection_syntax() -> None:
+    firsts = cases.select("wpt@1")
+    assert len({c.op for c in firsts}) == len(firsts) > 40  # one case per operator file
+    conv = cases.select("wpt:conv2d+relu@2")
+    assert [c.op for c in conv] == ["conv2d", "conv2d", "relu", "relu"]
+    both = cases.select(["wpt:relu@1", f"wpt:relu@1,{GRAPHS}"])
+    assert both[0].id.startswith("wpt:relu/") and {c.id for c in both[1:]} >= {"graph:tiny_cnn/tiny-cnn"}
+    assert len({c.id for c in both}) == len(both)  # repeats are dropped
+    with pytest.raises(ValueError, match="no such file"):
+        cases.select("nowhere.json")
+    with pytest.raises(ValueError, match="no WPT cases"):
+        cases.select("wpt:notAnOp")
+
+
+def test_data_forms_resolve_to_the_same_values(tmp_path: Path) -> None:
+    values = np.array([-1.5, 0.25, 3.0, -0.0], np.float32)
+    as_list = _case(tmp_path, _graph(values.tolist()), "a")
+    as_b64 = _case(tmp_path, _graph({"base64": base64.b64encode(values.tobytes()).decode()}), "b")
+    nested = _case(tmp_path, _graph([[-1.5, 0.25], [3.0, -0.0]], shape=(2, 2)), "c")
+    for c in (as_list, as_b64):
+        assert cases.input_arrays(c)["x"].tobytes() == values.tobytes()
+    assert cases.input_arrays(nested)["x"].ravel().tolist() == values.tolist()
+    r1 = _case(tmp_path, _graph({"random": {"seed": 7, "low": -2, "high": 2}}, shape=(100,)), "d")
+    r2 = _case(tmp_path, _graph({"random": {"seed": 7, "low": -2, "high": 2}}, shape=(100,)), "e")
+    a = cases.input_arrays(r1)["x"]
+    assert np.array_equal(a, cases.input_arrays(r2)["x"]) and a.min() >= -2 and a.max() <= 2
+    bad = _case(tmp_path, _graph({"base64": base64.b64encode(b"\0" * 8).decode()}), "f")
+    assert "base64 holds 2 float32 values" in bad.invalid
+    assert "name the graph's outputs" in _case(tmp_path, {**_graph([1, 2, 3, 4]), "outputs": []}, "g").invalid
+
+
+def test_wire_case_tags_operands_bigints_and_non_finite_numbers(tmp_path: Path) -> None:
+    graph = {
+        "inputs": {
+            "a": {"descriptor": {"dataType": "int64", "shape": [2]}, "data": ["9007199254740993n", "-1n"]},
+            "b": {"descriptor": {"dataType": "float32", "shape": [2]}, "data": [1, 2], "constant": True},
+        },
+        "operators": [
+            {
+                "name": "clamp",
+                "arguments": [{"input": "a"}, {"options": {"minValue": "-5n", "maxValue": "Infinity"}}],
+                "outputs": "c",
+            },
+            {"name": "concat", "arguments": [{"inputs": ["b", "b"]}, {"axis": 0}], "outputs": "d"},
+        ],
+        "outputs": ["c", "d"],
+    }
+    wire = cases.wire_case(_case(tmp_path, graph)).to_json()
+    a, b = wire["inputs"]
+    assert np.frombuffer(base64.b64decode(a["data"]), "<i8").tolist() == [9007199254740993, -1]
+    assert b["constant"] and a["dataType"] == "int64"
+    clamp, concat = wire["operators"]
+    assert clamp["args"] == [{"$op": "a"}]
+    assert clamp["options"] == {"minValue": {"$big": "-5"}, "maxValue": {"$num": "Infinity"}}
+    assert concat["args"] == [{"$ops": ["b", "b"]}, 0] and concat["outputs"] == "d"
+    assert wire["outputs"] == ["c", "d"]
+
+
+# ---------------------------------------------------------------------------------------------- compare
+
+
+def test_distance_in_ulp_and_absolute_error_per_data_type() -> None:
+    one = np.float32(1.0)
+    next_up = np.nextafter(one, np.float32(2))
+    ulp, ab = compare.distance({"y": np.array([one, 2], np.float32)}, {"y": np.array([next_up, 2], np.float32)})
+    assert ulp == 1 and ab == pytest.approx(float(next_up - one))
+    h = np.array([1.0, -0.0], np.float16)
+    assert compare.distance({"y": h}, {"y": np.array([1.0, 0.0], np.float16)}) == (0.0, 0.0)  # -0 == +0
+    big = np.array([2**62, -(2**62)], np.int64)
+    assert compare.distance({"y": big}, {"y": big + 3}) == (3.0, 3.0)  # exact, never through float64
+    assert compare.distance({"y": big}, {"y": big.astype(np.int32)}) == (math.inf, math.inf)
+    assert compare.distance({"y": big}, {"z": big}) == (math.inf, math.inf)
+    nan = np.array([np.nan], np.float32)
+    assert compare.distance({"y": nan}, {"y": nan}) == (0.0, 0.0)
+    pairs = compare.pairwise("c", {"a": {"y": big}, "b": {"y": big}, "c": {"y": big + 1}})
+    assert [(p.a, p.b, p.max_ulp) for p in pairs] == [("a", "b", 0), ("a", "c", 1), ("b", "c", 1)]
+
+
+def test_check_uses_the_wpt_tolerance_of_the_graph() -> None:
+    from web.bench.reference import reference
+
+    case = cases.select("wpt:softmax@1")[0]
+    contexts = reference(case).contexts
+    ((name, spec),) = case.graph["expectedOutputs"].items()
+    expected = np.array(spec["data"], np.float64).astype(np.float32).reshape(spec["descriptor"]["shape"])
+    budget = compare.tolerance_for(case, contexts, "float32").ulp
+    assert budget == 3 * spec["descriptor"]["shape"][-1] + 3  # WPT softmax rule: 3 x axis length + 3
+    bits = expected.view(np.int32)  # positive values: +N on the bit pattern is +N ULP
+    ok, source = compare.check_outputs(case, {name: (bits + budget).view(np.float32)}, contexts)
+    assert ok.ok and ok.max_ulp == budget and source == "case"
+    failed, _ = compare.check_outputs(case, {name: (bits + budget + 1).view(np.float32)}, contexts)
+    assert not failed.ok and "exceeds" in failed.problems[0]
+    wrong_type, _ = compare.check_outputs(case, {name: expected.astype(np.float16)}, contexts)
+    assert "expected float32" in wrong_type.problems[0]
+    # without expected values the reference's outputs are the expectation
+    case_no_expected = cases.BenchCase(case.id, {**case.graph, "expectedOutputs": {}, "outputs": [name]})
+    _, source = compare.check_outputs(case_no_expected, {name: expected}, contexts, {name: expected})
+    assert source == "reference"
+
+
+# ---------------------------------------------------------------------------------------------- targets
+
+
+def test_implementation_and_target_specs() -> None:
+    assert expand_impls(["polyfill"]) == [("polyfill", "default")]
+    assert expand_impls(["native:*"]) == [("native", v) for v in VARIANTS]
+    assert expand_impls(["native:*-power,polyfill:gpu"]) == [("native", "low-power"), ("polyfill", "gpu")]
+    with pytest.raises(ValueError):
+        expand_impls(["webgpu"])
+    t = remote_target("ws://10.0.0.5:3000/pw?browser=firefox&name=mac-lab")
+    assert (t.id, t.browser, t.remote) == ("remote-mac-lab-firefox", "firefox", True)
+    assert remote_target("ws://h:1/").id == "remote-h-1-chromium"
+    with pytest.raises(ValueError):
+        remote_target("http://h:1/")
+    opts = remote_launch_options("chromium")
+    assert "--enable-features=WebMachineLearningNeuralNetwork" in opts["args"] and "env" not in opts
+    items = plan(cases.select("wpt:relu@2"), [t], [("polyfill", "default")])
+    assert [i.id.split("-wpt:")[0] for i in items] == ["remote-mac-lab-firefox-polyfill"] * 2 + [
+        "cpython-reference"
+    ] * 2
+
+
+# ------------------------------------------------------------------------------------- results and report
+
+
+def _fake_run(run_dir: Path) -> None:
+    """A small run with every status, written the way the bench writes one (two worker files)."""
+    w0, w1 = results.RunWriter(run_dir, "gw0"), results.RunWriter(run_dir, "gw1")
+    probe = Probe(
+        "chromium",
+        "chromium",
+        "156",
+        {"userAgent": "UA"},
+        [
+            ImplState("polyfill", "default", "usable"),
+            ImplState("native", "gpu", "unusable", {"name": "NotSupportedError", "message": "no GPU"}),
+        ],
+    )
+    w0.probe(probe.to_json())
+    y = {"y": np.array([1.0, 2.0], np.float32)}
+    base = {
+        "browser": "chromium",
+        "browser_version": "156",
+        "target": "chromium",
+        "op": "relu",
+        "ops": ["relu"],
+    }
+    w0.result(
+        results.Result(
+            "wpt:relu/a",
+            "polyfill",
+            "default",
+            "pass",
+            max_ulp=0.0,
+            max_abs=0.0,
+            tolerance={"ulp": 0, "atol": 0},
+            timings={"median_ms": 0.8},
+            **base,
+        ),
+        y,
+    )
+    w1.result(
+        results.Result(
+            "wpt:relu/a",
+            "reference",
+            "default",
+            "pass",
+            "cpython",
+            target="cpython",
+            op="relu",
+            timings={"median_ms": 0.01},
+        ),
+        {"y": np.array([1.0, 2.5], np.float32)},
+    )
+    w1.result(
+        results.Result(
+            "wpt:relu/b",
+            "polyfill",
+            "default",
+            "fail",
+            max_ulp=math.inf,
+            max_abs=1.0,
+            tolerance={"ulp": 2, "atol": 0},
+            errors=["y: max inf ULP"],
+            **base,
+        )
+    )
+    w1.result(results.Result("wpt:relu/a", "native", "gpu", "unavailable", errors=["native:gpu is unusable"], **base))
+    w1.result(
+        results.Result(
+            "graph:m/m",
+            "polyfill",
+            "default",
+            "pass",
+            model="m",
+            max_ulp=1.0,
+            max_abs=1e-6,
+            tolerance={"ulp": 8},
+            timings={"median_ms": 5.0},
+            **{**base, "op": "conv2d"},
+        )
+    )
+
+
+def test_results_merge_and_read_back(tmp_path: Path) -> None:
+    _fake_run(tmp_path)
+    assert sorted(p.name for p in tmp_path.glob("results*.jsonl")) == [
+        "results.gw0.jsonl",
+        "results.gw1.jsonl",
+    ]
+    results.merge(tmp_path)
+    assert [p.name for p in tmp_path.glob("results*.jsonl")] == ["results.jsonl"]
+    probes, rs = results.load(tmp_path)
+    assert len(probes) == 1 and len(rs) == 5
+    fail = next(r for r in rs if r.status == "fail")
+    assert fail.max_ulp == math.inf and fail.column == "polyfill@chromium"
+    lines = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
+    keys = {"case", "implementation", "browser", "browser_version", "variant", "status", "errors", "timings"}
+    assert all(keys <= set(d) for d in lines if d["kind"] == "result")
+    first = next(r for r in rs if r.outputs)
+    assert results.load_outputs(tmp_path, first.outputs)["y"].dtype == np.float32
+
+
+def test_report_is_self_contained_and_has_every_section(tmp_path: Path) -> None:
+    _fake_run(tmp_path)
+    path = report.write_report(tmp_path, {"started": "then", "command": "pytest x"})
+    html = path.read_text()
+    assert "<script" not in html and "http://" not in html.replace("http://www.w3.org/2000/svg", "")
+    for needle in (
+        "Pass matrix",
+        "polyfill@chromium",
+        "Errors against tolerance",
+        "Pairwise",
+        "Latency",
+        "Per model",
+        "NotSupportedError: no GPU",
+        "native:gpu@chromium",
+        "<svg",
+        "UA",
+    ):
+        assert needle in html, needle
+    meta = results.read_meta(tmp_path)
+    assert meta["counts"]["fail"] == 1 and meta["cases"] == 3 and "chromium" in meta["targets"]
+
+
+def test_dev_server_lists_runs_and_serves_reports(tmp_path: Path) -> None:
+    run = tmp_path / "20260101-000000-abcd"
+    _fake_run(run)
+    report.write_report(run, {"started": "2026-01-01T00:00:00"})
+    (tmp_path / "not-a-run").mkdir()
+    client = TestClient(create_app(Settings(cache_dir=tmp_path / "cache", reports_dir=tmp_path)))
+    index = client.get("/reports/")
+    assert index.status_code == 200 and run.name in index.text and "not-a-run" not in index.text
+    assert index.headers["cross-origin-opener-policy"] == "same-origin"
+    assert client.get("/api/reports").json()[0]["id"] == run.name
+    page = client.get(f"/reports/{run.name}/")
+    assert page.status_code == 200 and "Pass matrix" in page.text
+    assert client.get(f"/reports/{run.name}/results.jsonl").status_code == 200
+    assert client.get("/reports/nope/").status_code == 404
+    assert client.get("/reports/..%2F..%2Fetc/").status_code == 404
+    assert "bench.js" in client.get("/bench/bench.html").text

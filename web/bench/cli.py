@@ -1,0 +1,188 @@
+"""Command line of the comparison bench, no pytest code needed.
+
+python -m web.bench run [--browser chromium --browser firefox] [--browser-endpoint ws://...]
+                        [--cases wpt@1,tests/data/graphs] [--impl polyfill --impl 'native:*']
+                        [--out reports] [--repeat 3] [--server URL] [--headed] [--quiet]
+python -m web.bench probe [--browser ...] [--browser-endpoint ...]
+python -m web.bench report RUN_DIR
+python -m web.bench list [--out reports]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+from web.bench import results as res
+from web.bench.cases import select
+from web.bench.probe import VARIANTS
+from web.bench.runner import DEFAULT_IMPLS, Runner, expand_impls, plan
+from web.bench.session import BrowserSession, Target, dev_server, local_target, remote_target
+
+
+def _targets(args: argparse.Namespace) -> list[Target]:
+    browsers = args.browser or ([] if args.browser_endpoint else ["chromium"])
+    return [local_target(b) for b in browsers] + [remote_target(e) for e in args.browser_endpoint]
+
+
+@contextmanager
+def _runner(args: argparse.Namespace, writer: res.RunWriter | None) -> Iterator[Runner]:
+    from playwright.sync_api import sync_playwright
+
+    with ExitStack() as stack:
+        url = args.server or stack.enter_context(dev_server())
+        pw = stack.enter_context(sync_playwright())
+        base = {"headless": not args.headed}
+
+        def open_session(target: Target) -> BrowserSession:
+            print(f"  starting {target.id} (browser, bench page, polyfill boot)...", flush=True)
+            return BrowserSession(pw, target, url, launch_base=base).start()
+
+        runner = Runner(open_session, writer, repeat=args.repeat)
+        try:
+            yield runner
+        finally:
+            runner.close()
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run a selection on every implementation, write results.jsonl and report.html, print progress."""
+    from web.bench.report import write_report
+    from web.settings import Settings
+
+    cases = select(args.cases)
+    targets = _targets(args)
+    items = plan(cases, targets, expand_impls(args.impl or DEFAULT_IMPLS), with_reference=not args.no_reference)
+    out = Path(args.out or Settings.from_env().reports_dir)
+    run_dir = out / res.new_run_id()
+    started = res.now_iso()
+    writer = res.RunWriter(run_dir)
+    res.write_meta(
+        run_dir,
+        {
+            "id": run_dir.name,
+            "started": started,
+            "runner": "cli",
+            "command": " ".join(shlex.quote(a) for a in ["python -m web.bench", *sys.argv[1:]]),
+        },
+    )
+    print(f"{len(cases)} cases x {len(targets)} browser(s) -> {len(items)} items; run directory {run_dir}")
+    tally = dict.fromkeys(res.STATUSES, 0)
+    t0 = time.perf_counter()
+    with _runner(args, writer) as runner:
+        for t in targets:
+            try:
+                print(runner.probe(t).summary(), flush=True)
+            except Exception as e:  # noqa: BLE001 - reported on each of its items too
+                print(f"{t.id}: cannot start: {type(e).__name__}: {e}", flush=True)
+        for n, item in enumerate(items, 1):
+            result, _ = runner.run(item)
+            tally[result.status] += 1
+            shown = result.status not in (res.UNAVAILABLE,) and (not args.quiet or result.status != res.PASS)
+            if shown:
+                ms = result.timings.get("median_ms")
+                timing = f" {ms:.3g} ms" if isinstance(ms, (int, float)) else ""
+                err = f"  {'; '.join(result.errors)[:160]}" if result.status != res.PASS else ""
+                print(
+                    f"[{n:>{len(str(len(items)))}}/{len(items)}] {result.status:<11} {item.id}{timing}{err}",
+                    flush=True,
+                )
+            elif n % 50 == 0 or n == len(items):
+                print(f"[{n}/{len(items)}] ...", flush=True)
+    path = write_report(run_dir, {"started": started, "finished": res.now_iso()})
+    summary = ", ".join(f"{v} {k}" for k, v in tally.items() if v)
+    print(f"done in {time.perf_counter() - t0:.1f} s: {summary}\nreport: {path}")
+    return 1 if tally[res.FAIL] or tally[res.ERROR] else 0
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    with _runner(args, None) as runner:
+        for t in _targets(args):
+            try:
+                print(runner.probe(t).summary())
+            except Exception as e:  # noqa: BLE001
+                print(f"{t.id}: cannot start: {type(e).__name__}: {e}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from web.bench.report import write_report
+
+    print(write_report(Path(args.run_dir)))
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from web.bench.routes import list_runs
+    from web.settings import Settings
+
+    for r in list_runs(Path(args.out or Settings.from_env().reports_dir)):
+        counts = ", ".join(f"{v} {k}" for k, v in r["counts"].items() if v)
+        print(f"{r['id']}  {r['started']}  {r['cases']} cases  {', '.join(r['targets'])}  {counts}")
+    return 0
+
+
+def _browser_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--browser",
+        action="append",
+        default=[],
+        choices=["chromium", "firefox", "webkit"],
+        help="a local browser (repeatable; default chromium unless endpoints are given)",
+    )
+    p.add_argument(
+        "--browser-endpoint",
+        action="append",
+        default=[],
+        metavar="WS_URL",
+        help="a remote browser served by `playwright run-server` (repeatable)",
+    )
+    p.add_argument("--server", help="use this running dev server instead of starting one")
+    p.add_argument("--headed", action="store_true", help="show the local browsers")
+    p.add_argument("--repeat", type=int, default=3, help="timed runs per case after the first (default 3)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m web.bench", description="pyodide-webnn comparison bench")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run cases on every implementation and write a report")
+    _browser_options(run)
+    run.add_argument(
+        "--cases",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="wpt, wpt:OP+OP, wpt@N, a graph file or directory (default: wpt@1,tests/data/graphs)",
+    )
+    run.add_argument(
+        "--impl",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help=f"polyfill, native, IMPL:VARIANT, wildcards (variants: {', '.join(VARIANTS)}; "
+        f"default: {' '.join(DEFAULT_IMPLS)})",
+    )
+    run.add_argument("--out", help="directory of run directories (default $PYODIDE_WEBNN_REPORTS or ./reports)")
+    run.add_argument("--no-reference", action="store_true", help="skip the CPython reference rows")
+    run.add_argument("--quiet", "-q", action="store_true", help="print failures and a count, not every pass")
+    run.set_defaults(func=cmd_run)
+    probe = sub.add_parser("probe", help="show which implementations each browser offers")
+    _browser_options(probe)
+    probe.set_defaults(func=cmd_probe)
+    report = sub.add_parser("report", help="(re)build a run directory's report.html")
+    report.add_argument("run_dir")
+    report.set_defaults(func=cmd_report)
+    lst = sub.add_parser("list", help="list past runs")
+    lst.add_argument("--out", help="directory of run directories")
+    lst.set_defaults(func=cmd_list)
+    args = parser.parse_args(argv)
+    if args.command == "run" and not args.cases:
+        from web.bench.cases import GRAPHS_DIR
+
+        args.cases = [f"wpt@1,{GRAPHS_DIR}"]
+    return int(args.func(args))
