@@ -289,7 +289,7 @@ function renderPickers() {
   const native = state.impls.find((i) => i.id === 'native');
   const note = $('impl-note');
   note.textContent = native && !native.available
-    ? `Native WebNN unavailable: ${native.reason}.`
+    ? `Native WebNN unavailable: ${native.reason.replace(/\.$/, '')}.`
     : 'Native WebNN works here: switch to compare it with the polyfill.';
   note.className = native && !native.available ? 'note warn' : 'note';
   const draw = state.sample.input === 'draw';
