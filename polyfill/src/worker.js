@@ -25,6 +25,7 @@ async function maybeLoadBlas(info) {
     blas = 'on';
   } catch (e) {
     blas = 'off';  // einsum stays: slower, same results
+    console.warn(`WebNN polyfill: SciPy BLAS unavailable, matrix products stay on NumPy: ${e && e.message ? e.message : e}`);
   }
 }
 
@@ -33,9 +34,9 @@ async function init(msg) {
   const env = switches.get('compiler') === '0' ? {PYODIDE_WEBNN_COMPILER: '0'} : {};
   pyodide = await loadPyodide({indexURL: msg.pyodideURL, stdout: () => {}, stderr: () => {}, env});
   progress('worker-runtime', 'Pyodide started in the worker');
-  await pyodide.loadPackage('numpy', {messageCallback: () => {}});
+  // one loadPackage call fetches and unpacks NumPy and the core wheel concurrently
+  await pyodide.loadPackage(['numpy', msg.coreWheelURL], {messageCallback: () => {}});
   progress('worker-numpy', 'NumPy loaded');
-  await pyodide.loadPackage(msg.coreWheelURL, {messageCallback: () => {}});
   glue = pyodide.pyimport('py_core.bridge.pyodide_glue');
   progress('worker-core', 'core loaded');
   return {ok: true};
