@@ -161,8 +161,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.get("/core/{digest}/{filename}")
     def core_wheel(digest: str, filename: str) -> Response:
-        wheel = wheels.get()
-        if digest != wheel.short_hash or filename != wheel.filename:
+        wheel = wheels.find(digest)
+        if wheel is None or filename != wheel.filename:
             return JSONResponse({"detail": "unknown or stale core wheel; fetch /core/manifest.json"}, 404)
         headers = {"cache-control": "public, max-age=31536000, immutable"}
         return Response(wheel.data, media_type=MIME_TYPES[".whl"], headers=headers)
