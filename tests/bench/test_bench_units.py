@@ -99,6 +99,49 @@ def test_wire_case_tags_operands_bigints_and_non_finite_numbers(tmp_path: Path) 
     assert wire["outputs"] == ["c", "d"]
 
 
+def test_tflite_models_become_cases_through_the_recording_loader() -> None:
+    pytest.importorskip("tflite")
+    try:
+        (case,) = cases.select("tflite:face_detection_short_range")
+    except (ValueError, FileNotFoundError) as e:
+        pytest.skip(f"no MediaPipe model here: {e}")
+    assert case.op == "tflite:face_detection_short_range" and case.model == "face_detection_short_range"
+    assert case.tolerance == {"atol": 1e-3}
+    assert not case.invalid and not case.has_expected and set(case.outputs) == {"regressors", "classificators"}
+    wire = cases.wire_case(case).to_json()
+    constants = [i for i in wire["inputs"] if i["constant"]]
+    assert len(constants) > 50 and [i["name"] for i in wire["inputs"] if not i["constant"]] == ["input"]
+    from web.bench.reference import run_reference
+
+    outcome = run_reference(case, repeat=0)
+    assert outcome.status == "ok" and outcome.outputs["regressors"].shape == (1, 896, 16)
+
+
+def test_program_values_become_graph_arguments() -> None:
+    from web.bench.models import program_graph
+
+    weights = np.arange(4, dtype=np.float32).tobytes()
+    program = {
+        "inputs": {"x": {"dataType": "float32", "shape": [4]}},
+        "outputs": {"y": {"operand": 2, "dataType": "float32", "shape": [4]}},
+        "steps": [
+            {"id": 0, "input": "x", "desc": {"dataType": "float32", "shape": [4]}},
+            {"id": 1, "constant": {"offset": 0, "byteLength": 16}, "desc": {"dataType": "float32", "shape": [4]}},
+            {
+                "op": "clamp",
+                "args": [{"operand": 0}],
+                "options": {"maxValue": {"number": "Infinity"}},
+                "out": [2],
+                "descs": [{"dataType": "float32", "shape": [4]}],
+            },
+        ],
+    }
+    g = program_graph(program, weights, (-1.0, 1.0))
+    assert g["outputs"] == ["y"] and g["inputs"]["x"]["data"] == {"random": {"seed": 0, "low": -1.0, "high": 1.0}}
+    assert g["inputs"]["t1"]["constant"] and g["operators"][0]["outputs"] == "y"
+    assert g["operators"][0]["arguments"] == [{"arg0": "x"}, {"options": {"maxValue": math.inf}}]
+
+
 # ---------------------------------------------------------------------------------------------- compare
 
 

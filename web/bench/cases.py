@@ -12,6 +12,7 @@ Selections (`--webnn-cases`, `python -m web.bench run --cases`), comma separated
     wpt:conv2d+add        the cases of these operators (builder name or file stem)
     wpt@2, wpt:relu@1     at most N cases per operator file
     PATH                  a graph file, or every *.json graph file under a directory
+    tflite:NAME+NAME      real models through py_core's TFLite loader (web/bench/models.py), or a .tflite PATH
 """
 
 from __future__ import annotations
@@ -56,9 +57,10 @@ class BenchCase:
 
     @property
     def op(self) -> str:
-        """The operator this case is filed under: the WPT file's operator or the graph's first."""
-        head = self.id.split(":", 1)[1].split("/", 1)[0] if self.id.startswith("wpt:") else ""
-        return head or (self.ops[0] if self.ops else "?")
+        """The row this case is filed under in the report: the WPT file's operator ("conv2d"), else the
+        graph file or model it comes from ("graph:tiny_cnn", "tflite:selfie_segmentation")."""
+        group = self.id.split("/", 1)[0]
+        return group.split(":", 1)[1] if group.startswith("wpt:") else group
 
     @property
     def outputs(self) -> list[str]:
@@ -182,6 +184,10 @@ def select(spec: str | Sequence[str], wpt_dir: str | Path | None = None) -> list
             cases = load_wpt(wpt_dir or _wpt_dir(), ops, limit)
             if ops and not cases:
                 raise ValueError(f"case selection '{part}': no WPT cases for {ops}")
+        elif part.startswith("tflite:") or part.endswith(".tflite"):
+            cases = [
+                _model_case(n) for n in (part[len("tflite:") :].split("+") if part.startswith("tflite:") else [part])
+            ]
         else:
             path = Path(part)
             if path.is_dir():
@@ -193,6 +199,14 @@ def select(spec: str | Sequence[str], wpt_dir: str | Path | None = None) -> list
         for c in cases:
             found.setdefault(c.id, c)
     return list(found.values())
+
+
+def _model_case(name: str) -> BenchCase:
+    """A TFLite model through py_core's loader (web/bench/models.py)."""
+    from web.bench.models import load_model
+
+    data = load_model(name)
+    return _graph_case(f"tflite:{data['name']}", data["name"], data["graph"], name, data)
 
 
 def _wpt_dir() -> Path:

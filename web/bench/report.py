@@ -95,7 +95,7 @@ def _environment(meta: Mapping[str, Any], probes: Sequence[Mapping[str, Any]]) -
             f"cores: {env.get('hardwareConcurrency')}, polyfill {escape(str(env.get('polyfill')))}, "
             f"polyfill boot (ms): {escape(str(env.get('polyfillBoot', {})))}</p>"
         )
-        rows = defaultdict(dict)
+        rows: dict[str, dict[str, Any]] = defaultdict(dict)
         for s in p.get("states", []):
             rows[s["variant"]][s["impl"]] = s
         out.append("<table><tr><th>context variant</th><th>polyfill</th><th>native WebNN</th></tr>")
@@ -127,7 +127,7 @@ def _environment(meta: Mapping[str, Any], probes: Sequence[Mapping[str, Any]]) -
 
 
 def _matrix(results: Sequence[Result], columns: Sequence[str]) -> str:
-    by = defaultdict(lambda: defaultdict(list))
+    by: dict[str, dict[str, list[Result]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
         by[r.op][r.column].append(r)
     # columns where nothing ran (an implementation absent or unusable in that browser) fold into one note
@@ -275,14 +275,15 @@ def _latency(results: Sequence[Result], columns: Sequence[str]) -> str:
     if models:
         out.append('<h3>Per model</h3><div class="charts">')
         for m in models:
+            mine = [r for r in timed if r.model == m]
+            several = len({r.case for r in mine}) > 1
             rows = [
                 (
-                    f"{r.column}  [{r.case.split('/', 1)[-1]}]",
+                    r.column + (f" [{r.case.split('/', 1)[-1]}]" if several else ""),
                     float(r.timings["median_ms"]),
                     svg.color(cols.index(r.column)),
                 )
-                for r in timed
-                if r.model == m
+                for r in mine
             ]
             out.append(svg.hbars(rows, title=f"{m}: median ms per run"))
         out.append("</div>")
@@ -291,9 +292,9 @@ def _latency(results: Sequence[Result], columns: Sequence[str]) -> str:
     for r in timed:
         by_op[r.op][r.case][r.column] = float(r.timings["median_ms"])
     for op in sorted(by_op):
-        rows = [(case.split("/", 1)[-1], vals) for case, vals in by_op[op].items()]
-        out.append(f"<details><summary><code>{escape(op)}</code> ({len(rows)} cases)</summary>")
-        out.append(svg.dotplot(rows, cols, title=f"{op}: median ms per run"))
+        dots = [(case.split("/", 1)[-1], vals) for case, vals in by_op[op].items()]
+        out.append(f"<details><summary><code>{escape(op)}</code> ({len(dots)} cases)</summary>")
+        out.append(svg.dotplot(dots, cols, title=f"{op}: median ms per run"))
         out.append("</details>")
     return "\n".join(out)
 

@@ -145,11 +145,9 @@ class RunWriter:
             key = hashlib.sha1(f"{result.case}|{result.column}".encode()).hexdigest()[:16]
             rel = f"{OUTPUTS}/{key}.npz"
             (self.dir / OUTPUTS).mkdir(parents=True, exist_ok=True)
-            np.savez(
-                self.dir / rel,
-                **{f"o{i}": np.asarray(v) for i, v in enumerate(outputs.values())},
-                __names__=np.array(list(outputs), dtype=str),
-            )
+            arrays: dict[str, Any] = {f"o{i}": np.asarray(v) for i, v in enumerate(outputs.values())}
+            arrays["__names__"] = np.array(list(outputs), dtype=str)
+            np.savez(self.dir / rel, **arrays)
             result.outputs = rel
         self._append(result.to_json())
         self.count += 1

@@ -18,7 +18,7 @@ NO_STORE = {"cache-control": "no-store"}
 
 def list_runs(reports_dir: Path) -> list[dict[str, Any]]:
     """Runs under `reports_dir`, newest first: id, times, counts, browsers, whether a report exists."""
-    runs = []
+    runs: list[dict[str, Any]] = []
     if not reports_dir.is_dir():
         return runs
     for d in reports_dir.iterdir():

@@ -75,7 +75,7 @@ def plan(
 
 def _unsupported(error: dict[str, str] | None) -> bool:
     """A NotSupportedError (or a builder without the method) means the implementation lacks the feature."""
-    return bool(error) and error.get("name") == "NotSupportedError"
+    return error is not None and error.get("name") == "NotSupportedError"
 
 
 class Runner:

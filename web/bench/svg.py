@@ -166,7 +166,7 @@ def dotplot(
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" {FONT}>',
         f'<text x="0" y="12" font-weight="600">{escape(title)}</text>',
     ]
-    lx = 0
+    lx = 0.0
     for i, s in enumerate(series):
         parts.append(
             f'<circle cx="{lx + 5}" cy="24" r="4" fill="{color(i)}"/><text x="{lx + 12}" y="28">{escape(s)}</text>'
