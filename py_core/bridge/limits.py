@@ -22,20 +22,11 @@ def _tensor_limits(types: frozenset[DataType], ranks: tuple[int, int]) -> dict[s
     return {"dataTypes": _types(types), "rankRange": {"min": ranks[0], "max": ranks[1]}}
 
 
-# Operands the spec table admits at rank 0 although no call can validate there (an axis must index a
-# dimension; pad rejects scalars), so reporting rank 0 would not be true.  Reported to the spec table's
-# owners; max() keeps this a no-op once their rows carry the rank themselves.
-_MIN_RANK = {("softmax", "input"): 1, ("batchNormalization", "input"): 1, ("concat", "inputs"): 1,
-             ("split", "input"): 1, ("gather", "input"): 1, ("pad", "input"): 1}
-
-
 def op_limits(spec: OpSpec) -> dict[str, Any]:
     """MLOpSupportLimits member for one operator: per operand and output."""
     out: dict[str, Any] = {}
     for p in spec.operand_params:
-        lo, hi = p.ranks
-        lo = max(lo, _MIN_RANK.get((spec.name, p.name), 0))
-        out[p.name] = _tensor_limits(operand_types(spec, p.name), (lo, hi))
+        out[p.name] = _tensor_limits(operand_types(spec, p.name), p.ranks)
     first = spec.operand_params[0]
     out_types = spec.output_types if spec.output_types is not None else operand_types(spec, first.name)
     out[spec.limits_output_name] = _tensor_limits(out_types, spec.output_ranks or first.ranks)

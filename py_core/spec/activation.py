@@ -128,5 +128,5 @@ ROWS: list[OpSpec] = [
            (value("minValue", NUMBER, None), value("maxValue", NUMBER, None)), _clamp),
     OpSpec("prelu", FAMILY, (operand("input", FLOATS_SIGNED_INTS), operand("slope", same_type_as="input")),
            (), _prelu),
-    OpSpec("softmax", FAMILY, (operand("input", FLOATS), value("axis", ULONG)), (), _softmax),
+    OpSpec("softmax", FAMILY, (operand("input", FLOATS, ranks=(1, 8)), value("axis", ULONG)), (), _softmax),
 ]

@@ -81,7 +81,7 @@ _ANY = (0, MAX_RANK)
 _ONE_UP = (1, MAX_RANK)
 
 ROWS: list[OpSpec] = [
-    OpSpec("gather", FAMILY, (operand("input"), operand("indices", INDEX_TYPES)), (_AXIS,), _gather,
+    OpSpec("gather", FAMILY, (operand("input", ranks=(1, 8)), operand("indices", INDEX_TYPES)), (_AXIS,), _gather,
            output_ranks=_ANY),
     OpSpec("gatherElements", FAMILY,
            (operand("input", ranks=_ONE_UP), operand("indices", INDEX_TYPES, ranks=_ONE_UP)), (_AXIS,),

@@ -66,7 +66,7 @@ def _layer_norm(call: OpCall) -> OperandDescriptor:
 
 ROWS: list[OpSpec] = [
     OpSpec("batchNormalization", FAMILY,
-           (operand("input", FLOATS), operand("mean", ranks=(1, 1), same_type_as="input"),
+           (operand("input", FLOATS, ranks=(1, 8)), operand("mean", ranks=(1, 1), same_type_as="input"),
             operand("variance", ranks=(1, 1), same_type_as="input")),
            (operand("scale", ranks=(1, 1), same_type_as="input", optional=True),
             operand("bias", ranks=(1, 1), same_type_as="input", optional=True),

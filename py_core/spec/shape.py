@@ -123,8 +123,6 @@ def _slice(call: OpCall) -> OperandDescriptor:
 
 def _pad(call: OpCall) -> OperandDescriptor:
     x, begin, end, mode = call.operand("input"), call["beginningPadding"], call["endingPadding"], call["mode"]
-    if x.rank == 0:
-        call.fail("input must not be a scalar (rank 0)")
     check_length(call, "beginningPadding", begin, x.rank)
     check_length(call, "endingPadding", end, x.rank)
     out = []
@@ -229,11 +227,11 @@ ROWS: list[OpSpec] = [
     _row("transpose", (operand("input"),), (value("permutation", ULONGS, ABSENT),), _transpose),
     _row("slice", (operand("input"), value("starts", ULONGS), value("sizes", ULONGS)),
          (value("strides", ULONGS, ABSENT),), _slice),
-    _row("pad", (operand("input"), value("beginningPadding", ULONGS), value("endingPadding", ULONGS)),
+    _row("pad", (operand("input", ranks=(1, 8)), value("beginningPadding", ULONGS), value("endingPadding", ULONGS)),
          (enum("mode", "MLPaddingMode", ("constant", "edge", "reflection"), "constant"),
           value("value", NUMBER, 0)), _pad),
-    _row("concat", (operands("inputs"), value("axis", ULONG)), (), _concat),
-    _row("split", (operand("input"), value("splits", ULONG_OR_ULONGS)), (value("axis", ULONG, 0),), _split,
+    _row("concat", (operands("inputs", ranks=(1, 8)), value("axis", ULONG)), (), _concat),
+    _row("split", (operand("input", ranks=(1, 8)), value("splits", ULONG_OR_ULONGS)), (value("axis", ULONG, 0),), _split,
          returns="operands", limits_output_name="outputs"),
     _row("expand", (operand("input"), value("newShape", ULONGS)), (), _expand),
     _row("tile", (operand("input"), value("repetitions", ULONGS)), (), _tile),

@@ -233,7 +233,7 @@ X4 = ("float32", [2, 3, 4, 5])
     (BN, {"input": X4, "mean": ("float32", [3]), "variance": ("float32", [3])}, {"axis": 4},
      "axis 4 is out of range for rank 4"),
     (BN, {"input": ("float32", []), "mean": ("float32", [1]), "variance": ("float32", [1])}, {"axis": 0},
-     "out of range for rank 0"),
+     r"rank 0 \(shape \[\]\) must be between 1 and 8"),
     (BN, {"input": X4, "mean": ("float32", [4]), "variance": ("float32", [3])}, {},
      r"mean shape \[4\] must be \[3\]"),
     (BN, {"input": X4, "mean": ("float32", [5]), "variance": ("float32", [5])}, {"axis": 2},

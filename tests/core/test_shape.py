@@ -319,7 +319,7 @@ ERRORS = [
     ("slice", [F32], lambda b, x: b.slice(x, [0, 0, 0], [1, 1, 1], strides=[1, 0, 1], label="lbl"),
      "strides[1] is 0"),
     ("slice", [F32], lambda b, x: b.slice(x, [0] * 3, [1] * 3, strides=[1, 1], label="lbl"), "strides"),
-    ("pad", [("float32", [])], lambda b, x: b.pad(x, [], [], label="lbl"), "scalar"),
+    ("pad", [("float32", [])], lambda b, x: b.pad(x, [], [], label="lbl"), "rank 0"),
     ("pad", [F32], lambda b, x: b.pad(x, [1, 1], [1, 1, 1], label="lbl"), "beginningPadding"),
     ("pad", [F32], lambda b, x: b.pad(x, [0, 3, 0], [0, 0, 0], mode="reflection", label="lbl"),
      "reflection padding"),
