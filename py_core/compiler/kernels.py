@@ -176,6 +176,7 @@ class PackedConv2d:
             # multiply-add loops over rows as short as 7 (measured 4x slower at 7x7x960 than channels-last)
             self.w = np.ascontiguousarray(w.reshape(kh, kw, o))
         self.w_rows: np.ndarray | None = None
+        self.w_planes: np.ndarray | None = None
         if bias is None:
             self.bias = None
         else:
@@ -210,6 +211,36 @@ class PackedConv2d:
                 else:
                     np.multiply(view, self.w_rows[i, j], out=t2)
                     np.add(y2, t2, out=y2)
+
+    def _depthwise_planes(self, x: np.ndarray, n: int, c: int, oh: int, ow: int) -> np.ndarray:
+        """Channels-first, stride-1 depthwise without transposes: each padded channel plane is one flat vector,
+        and output (oh, ow) of tap (i, j) reads flat index (oh * Wp + ow) + dh * i * Wp + dw * j.  So a tap is
+        one contiguous slice of length OH * Wp per channel (the Wp - OW extra columns per row are computed and
+        dropped): loops run over whole planes, not over rows of OW (4.5 vs 13 ms at 112x112x32 in Pyodide)."""
+        (dh, dw), (top, bottom, left, right) = self.dilations, self.padding
+        _, _, h, w = x.shape
+        wp = w + left + right
+        span = oh * wp
+        last = (self.kh - 1) * dh * wp + (self.kw - 1) * dw
+        hp = max(h + top + bottom, -(-(last + span) // wp))  # rows enough for the last tap's slice
+        xp = np.zeros((n, c, hp, wp), F32)
+        xp[:, :, top:top + h, left:left + w] = x
+        flat = xp.reshape(n, c, hp * wp)
+        if self.w_planes is None:
+            self.w_planes = np.ascontiguousarray(self.w[..., None])  # [KH, KW, C, 1]
+        wide = np.empty((n, c, span), F32)
+        tmp = np.empty_like(wide)
+        for i in range(self.kh):
+            for j in range(self.kw):
+                off = i * dh * wp + j * dw
+                view = flat[:, :, off:off + span]
+                if i == 0 and j == 0:
+                    np.multiply(view, self.w_planes[i, j], out=wide)
+                else:
+                    np.multiply(view, self.w_planes[i, j], out=tmp)
+                    np.add(wide, tmp, out=wide)
+        # the copy that drops the extra columns; bias and post-ops follow on it in __call__
+        return np.ascontiguousarray(wide.reshape(n, c, oh, wp)[:, :, :, :ow])
 
     def __call__(self, input: np.ndarray) -> np.ndarray:
         x = input if input.dtype == F32 else input.astype(F32)
@@ -254,6 +285,10 @@ class PackedConv2d:
                     for t, (_, _, view) in enumerate(taps):
                         cols[:, t] = view[b]
                     y[b] = matmul2d(self.w, cols.reshape(c * k, oh * ow)).reshape(o, oh, ow)
+        elif not nhwc and self.strides == (1, 1) and o < 64:
+            # measured in Pyodide: planes win with few channels on large maps (9.6 vs 16.8 ms at 112x112x32),
+            # the channels-last rows win from 144 channels on (14.2 vs 16.7 ms at 56x56x144)
+            y = self._depthwise_planes(x, n, o, oh, ow)
         else:
             # NCHW input: the padding copy also transposes to channels-last (one pass either way)
             if nhwc and not any(self.padding):
