@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -147,12 +148,19 @@ def _graph_case(prefix: str, name: str, graph: Mapping[str, Any], source: str, m
 def load_graph_file(path: str | Path) -> list[BenchCase]:
     """The cases of one graph JSON file: a single graph, or {"tests": [{"name", "graph", ...}]}."""
     path = Path(path)
-    data = json.loads(path.read_text(encoding="utf-8"))
-    prefix = f"graph:{path.stem}"
+    return load_graph_data(json.loads(path.read_text(encoding="utf-8")), path.stem, str(path))
+
+
+def load_graph_data(data: Mapping[str, Any], stem: str | None = None, source: str = "") -> list[BenchCase]:
+    """The cases of graph-file content; without a file name the graph is "inline-<content hash>"."""
+    if stem is None:
+        digest = hashlib.sha1(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:8]
+        stem = str(data.get("name") or f"inline-{digest}")
+    prefix = f"graph:{stem}"
     if "tests" in data:
-        return [_graph_case(prefix, t["name"], t["graph"], str(path), {**data, **t}) for t in data["tests"]]
+        return [_graph_case(prefix, t["name"], t["graph"], source, {**data, **t}) for t in data["tests"]]
     graph = data.get("graph", data)
-    return [_graph_case(prefix, data.get("name", path.stem), graph, str(path), data)]
+    return [_graph_case(prefix, str(data.get("name", stem)), graph, source, data)]
 
 
 def load_wpt(

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from web.bench import results as res
-from web.bench.cases import BenchCase, load_graph_file, select
+from web.bench.cases import BenchCase, load_graph_data, load_graph_file, select
 from web.bench.compare import Pair, pairwise
 from web.bench.probe import USABLE, VARIANTS, Probe
 from web.bench.results import FAIL, PASS, UNAVAILABLE, Result, RunWriter
@@ -302,15 +302,7 @@ def webnn_compare(
         if isinstance(source, BenchCase):
             cases = [source]
         elif isinstance(source, dict):
-            import json
-            import tempfile
-
-            with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
-                json.dump(source, fh)
-            try:
-                cases = load_graph_file(fh.name)
-            finally:
-                os.unlink(fh.name)
+            cases = load_graph_data(source)
         else:
             cases = load_graph_file(source)
         _webnn_trace(webnn_target)

@@ -275,15 +275,15 @@ def _latency(results: Sequence[Result], columns: Sequence[str]) -> str:
     if models:
         out.append('<h3>Per model</h3><div class="charts">')
         for m in models:
-            mine = [r for r in timed if r.model == m]
-            several = len({r.case for r in mine}) > 1
+            of_model = [r for r in timed if r.model == m]
+            several = len({r.case for r in of_model}) > 1
             rows = [
                 (
                     r.column + (f" [{r.case.split('/', 1)[-1]}]" if several else ""),
                     float(r.timings["median_ms"]),
                     svg.color(cols.index(r.column)),
                 )
-                for r in mine
+                for r in of_model
             ]
             out.append(svg.hbars(rows, title=f"{m}: median ms per run"))
         out.append("</div>")
