@@ -39,9 +39,11 @@ def _runner(args: argparse.Namespace, writer: res.RunWriter | None) -> Iterator[
         pw = stack.enter_context(sync_playwright())
         base = {"headless": not args.headed}
 
+        scripts = [Path(f).read_text(encoding="utf-8") for f in args.init_script]
+
         def open_session(target: Target) -> BrowserSession:
             print(f"  starting {target.id} (browser, bench page, polyfill boot)...", flush=True)
-            return BrowserSession(pw, target, url, launch_base=base).start()
+            return BrowserSession(pw, target, url, launch_base=base, init_scripts=scripts).start()
 
         runner = Runner(open_session, writer, repeat=args.repeat)
         try:
@@ -145,6 +147,14 @@ def _browser_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--server", help="use this running dev server instead of starting one")
     p.add_argument("--headed", action="store_true", help="show the local browsers")
     p.add_argument("--repeat", type=int, default=3, help="timed runs per case after the first (default 3)")
+    p.add_argument(
+        "--init-script",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="JavaScript run in the bench page before anything else (repeatable), e.g. a WebNN implementation "
+        "under test installed as navigator.ml: the bench then probes and runs it as 'native'",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

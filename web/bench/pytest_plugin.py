@@ -83,6 +83,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="timed runs per case after the first (default: 3)",
     )
     group.addoption(
+        "--webnn-init-script",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="JavaScript run in the bench page before anything else (repeatable), e.g. a WebNN implementation "
+        "under test installed as navigator.ml, which the bench then probes and runs as 'native'",
+    )
+    group.addoption(
         "--webnn-server",
         default=None,
         metavar="URL",
@@ -187,8 +195,12 @@ def webnn_runner(
     worker = getattr(pytestconfig, "workerinput", {}).get("workerid")
     writer = RunWriter(pytestconfig.stash[_RUN_DIR_KEY], worker)
 
+    scripts = [Path(f).read_text(encoding="utf-8") for f in pytestconfig.getoption("--webnn-init-script")]
+
     def open_session(target: Target) -> BrowserSession:
-        return BrowserSession(playwright, target, webnn_server_url, launch_base=browser_type_launch_args).start()
+        return BrowserSession(
+            playwright, target, webnn_server_url, launch_base=browser_type_launch_args, init_scripts=scripts
+        ).start()
 
     runner = Runner(open_session, writer, repeat=pytestconfig.getoption("--webnn-repeat"))
     yield runner

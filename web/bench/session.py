@@ -8,7 +8,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -125,8 +125,10 @@ class BrowserSession:
         launch_base: Mapping[str, Any] | None = None,
         native_webnn: bool = True,
         timeout_ms: int = 180_000,
+        init_scripts: Sequence[str] = (),
     ) -> None:
         self.playwright = playwright
+        self.init_scripts = list(init_scripts)  # JS run in the page before anything else (see --init-script)
         self.target = target
         self.server_url = server_url.rstrip("/")
         self.launch_base = dict(launch_base or {})
@@ -159,6 +161,8 @@ class BrowserSession:
             kw = launch_args(self.target.browser, native_webnn=self.native_webnn, base=self.launch_base)
             self.browser = browser_type.launch(**kw)
         self.context = self.browser.new_context()
+        for script in self.init_scripts:
+            self.context.add_init_script(script=script)
         self.open_page()
         return self
 
