@@ -65,11 +65,13 @@ class BenchCase:
 
     @property
     def outputs(self) -> list[str]:
+        """Names of the operands the graph computes: those with expected values, else `outputs`."""
         expected = self.graph.get("expectedOutputs") or {}
         return list(expected) if expected else list(self.graph.get("outputs", []))
 
     @property
     def has_expected(self) -> bool:
+        """Whether the case carries its own expected values."""
         return bool(self.graph.get("expectedOutputs"))
 
 
@@ -285,6 +287,7 @@ class WireCase:
     outputs: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON object bench.js takes."""
         return {"id": self.id, "inputs": self.inputs, "operators": self.operators, "outputs": self.outputs}
 
 

@@ -103,6 +103,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
+    """Print what each browser offers."""
     with _runner(args, None) as runner:
         for t in _targets(args):
             try:
@@ -113,6 +114,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """Rebuild a run directory's report.html."""
     from web.bench.report import write_report
 
     print(write_report(Path(args.run_dir)))
@@ -120,6 +122,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    """Print the past runs, newest first."""
     from web.bench.routes import list_runs
     from web.settings import Settings
 
@@ -158,6 +161,7 @@ def _browser_options(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the command line and run a subcommand; returns the exit status."""
     parser = argparse.ArgumentParser(prog="python -m web.bench", description="pyodide-webnn comparison bench")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run cases on every implementation and write a report")

@@ -41,11 +41,13 @@ class ImplState:
 
     @property
     def message(self) -> str:
+        """The browser's own error as 'Name: message'."""
         if not self.error:
             return ""
         return f"{self.error.get('name', 'Error')}: {self.error.get('message', '')}"
 
     def describe(self) -> str:
+        """The state in words: 'usable', 'absent (...)', 'unusable at build (...)'."""
         if self.state == USABLE:
             return "usable"
         where = f" at {self.stage}" if self.stage and self.stage != "context" else ""
@@ -63,12 +65,14 @@ class Probe:
     states: list[ImplState] = field(default_factory=list)
 
     def state(self, impl: str, variant: str) -> ImplState:
+        """The state of one implementation/variant (unusable when it was not probed)."""
         for s in self.states:
             if s.impl == impl and s.variant == variant:
                 return s
         return ImplState(impl, variant, UNUSABLE, {"name": "NotProbed", "message": f"variant '{variant}' not probed"})
 
     def to_json(self) -> dict[str, Any]:
+        """The probe as a results.jsonl line."""
         return {
             "target": self.target,
             "browser": self.browser,
@@ -79,6 +83,7 @@ class Probe:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Probe:
+        """A probe read back from a results.jsonl line."""
         return cls(
             d["target"],
             d["browser"],

@@ -278,12 +278,15 @@ class Comparison:
         self.pairs: list[Pair] = pairwise(case.id, outputs)
 
     def ran(self) -> list[str]:
+        """Labels of the implementations that ran (not unavailable)."""
         return [label for label, r in self.results.items() if r.status not in (UNAVAILABLE,)]
 
     def failures(self) -> list[Result]:
+        """Results out of tolerance or in error."""
         return [r for r in self.results.values() if r.status in (FAIL, res.ERROR)]
 
     def table(self) -> str:
+        """The comparison as text: one line per implementation, one per pair."""
         lines = [f"{self.case.id}:"]
         for label, r in self.results.items():
             err = f"  max {r.max_ulp:g} ULP / {r.max_abs:g} abs" if r.max_ulp is not None else ""
@@ -293,6 +296,7 @@ class Comparison:
         return "\n".join(lines)
 
     def assert_ok(self) -> None:
+        """Fail with the table when an implementation failed or errored."""
         bad = self.failures()
         assert not bad, "implementations out of tolerance or failing:\n" + self.table()
 

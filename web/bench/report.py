@@ -305,6 +305,7 @@ def _latency(results: Sequence[Result], columns: Sequence[str]) -> str:
 def render(
     run_dir: Path, meta: Mapping[str, Any], probes: Sequence[Mapping[str, Any]], results: Sequence[Result]
 ) -> str:
+    """The report's HTML for a run's probes and results."""
     columns = _columns(results)
     counts = res.counts(list(results))
     badges = "".join(f'<span class="badge">{v} {k}</span>' for k, v in counts.items() if v)

@@ -45,6 +45,7 @@ STATUSES = (PASS, FAIL, ERROR, UNSUPPORTED, UNAVAILABLE, INVALID)
 
 
 def now_iso() -> str:
+    """The local time, ISO 8601 with its offset, to the second."""
     return _dt.datetime.now(_dt.UTC).astimezone().isoformat(timespec="seconds")
 
 
@@ -109,10 +110,12 @@ class Result:
         return self.label if self.implementation == "reference" else f"{self.label}@{self.target}"
 
     def to_json(self) -> dict[str, Any]:
+        """The result as a results.jsonl line."""
         return {"kind": "result", **_finite(asdict(self))}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Result:
+        """A result read back from a results.jsonl line."""
         names = cls.__dataclass_fields__
         r = cls(**{k: v for k, v in d.items() if k in names})
         r.max_ulp, r.max_abs = as_float(r.max_ulp), as_float(r.max_abs)
@@ -129,6 +132,7 @@ class RunWriter:
 
     @property
     def results_path(self) -> Path:
+        """This writer's JSON-lines file (one per xdist worker)."""
         return self.dir / (f"results.{self.worker}.jsonl" if self.worker else RESULTS)
 
     def _append(self, obj: Mapping[str, Any]) -> None:
@@ -138,9 +142,11 @@ class RunWriter:
             fh.write(line)
 
     def probe(self, probe: Mapping[str, Any]) -> None:
+        """Append a probe line."""
         self._append({"kind": "probe", **_finite(dict(probe))})
 
     def result(self, result: Result, outputs: Mapping[str, np.ndarray] | None = None) -> Result:
+        """Append a result line; store its output tensors under outputs/."""
         if outputs:
             key = hashlib.sha1(f"{result.case}|{result.column}".encode()).hexdigest()[:16]
             rel = f"{OUTPUTS}/{key}.npz"
@@ -207,6 +213,7 @@ def merge(run_dir: str | Path) -> None:
 
 
 def write_meta(run_dir: str | Path, meta: Mapping[str, Any]) -> None:
+    """Write run.json atomically."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     tmp = run_dir / (RUN_JSON + f".{os.getpid()}.tmp")
@@ -215,6 +222,7 @@ def write_meta(run_dir: str | Path, meta: Mapping[str, Any]) -> None:
 
 
 def read_meta(run_dir: str | Path) -> dict[str, Any]:
+    """run.json of a run ({} when missing or broken)."""
     try:
         return dict(json.loads((Path(run_dir) / RUN_JSON).read_text(encoding="utf-8")))
     except (OSError, ValueError):
@@ -222,6 +230,7 @@ def read_meta(run_dir: str | Path) -> dict[str, Any]:
 
 
 def counts(results: list[Result]) -> dict[str, int]:
+    """Results per status, every status present."""
     out = dict.fromkeys(STATUSES, 0)
     for r in results:
         out[r.status] = out.get(r.status, 0) + 1

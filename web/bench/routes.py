@@ -78,14 +78,17 @@ def add_report_routes(app: FastAPI, reports_dir: Path) -> None:
     @app.get("/reports/")
     @app.get("/reports")
     def reports_index() -> Response:
+        """The HTML list of runs."""
         return HTMLResponse(_index_html(list_runs(reports_dir), reports_dir), headers=NO_STORE)
 
     @app.get("/api/reports")
     def reports_json() -> Response:
+        """The list of runs as JSON."""
         return JSONResponse(list_runs(reports_dir), headers=NO_STORE)
 
     @app.get("/reports/{run_id}/")
     def report(run_id: str) -> Response:
+        """One run's report.html."""
         path = reports_dir / run_id / "report.html"
         if not _RUN_ID.match(run_id) or not path.is_file():
             return JSONResponse({"detail": f"no report for run '{run_id}'"}, 404)

@@ -32,6 +32,7 @@ class Item:
 
     @property
     def label(self) -> str:
+        """Implementation and variant, e.g. 'polyfill', 'native:gpu', 'reference'."""
         if self.impl == REFERENCE or (self.impl == "polyfill" and self.variant == "default"):
             return self.impl
         return f"{self.impl}:{self.variant}"
@@ -109,10 +110,12 @@ class Runner:
         return s
 
     def probe(self, target: Target) -> Probe:
+        """What the target offers (opens its session first)."""
         p = self.session(target).probe(list(VARIANTS))
         return p
 
     def close(self) -> None:
+        """Close every browser this runner opened."""
         for s in self.sessions.values():
             if isinstance(s, BrowserSession):
                 try:

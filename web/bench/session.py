@@ -39,10 +39,12 @@ class Target:
 
     @property
     def remote(self) -> bool:
+        """Whether the browser is reached through a run-server endpoint."""
         return self.endpoint is not None
 
 
 def local_target(name: str) -> Target:
+    """A browser launched on this machine."""
     if name not in BROWSER_TYPES:
         raise ValueError(f"unknown browser '{name}' (one of {', '.join(BROWSER_TYPES)})")
     return Target(name, name)
@@ -75,6 +77,7 @@ def remote_launch_options(browser: str, *, native_webnn: bool = True, headless: 
 
 
 def free_port() -> int:
+    """A free TCP port on loopback."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -143,9 +146,11 @@ class BrowserSession:
 
     @property
     def version(self) -> str:
+        """The browser's version string."""
         return str(self.browser.version) if self.browser else ""
 
     def start(self) -> BrowserSession:
+        """Launch or connect the browser, open a context and the bench page."""
         browser_type = getattr(self.playwright, self.target.browser)
         if self.target.remote:
             headers = {}
@@ -229,6 +234,7 @@ class BrowserSession:
             }
 
     def close(self) -> None:
+        """Close the context and the browser (a remote one: the connection)."""
         try:
             if self.context is not None:
                 self.context.close()

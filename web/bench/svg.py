@@ -23,6 +23,7 @@ FONT = 'font-family="system-ui,sans-serif" font-size="11"'
 
 
 def color(i: int) -> str:
+    """The i-th color of the palette."""
     return PALETTE[i % len(PALETTE)]
 
 
