@@ -29,14 +29,18 @@ class Check:
     problems: list[str] = field(default_factory=list)
 
 
-def decode_outputs(raw: Mapping[str, Mapping[str, Any]]) -> dict[str, np.ndarray]:
-    """Outputs as bench.js returns them ({dataType, shape, data: base64 little-endian}) to arrays."""
-    out = {}
+def decode_outputs(
+    raw: Mapping[str, Mapping[str, Any]],
+) -> tuple[dict[str, np.ndarray], dict[str, tuple[int, ...]]]:
+    """Outputs as bench.js returns them ({dataType, shape, data: base64 little-endian, truncated?}) to arrays,
+    and their shapes.  A truncated output (too large to ship whole) stays a 1-D array of its first values."""
+    arrays, shapes = {}, {}
     for name, o in raw.items():
         dtype = np.dtype(o["dataType"]).newbyteorder("<")
         arr = np.frombuffer(base64.b64decode(o["data"]), dtype=dtype).astype(o["dataType"])
-        out[name] = arr.reshape(tuple(o["shape"]))
-    return out
+        shapes[name] = tuple(int(d) for d in o["shape"])
+        arrays[name] = arr if o.get("truncated") else arr.reshape(shapes[name])
+    return arrays, shapes
 
 
 def tolerance_for(case: BenchCase, contexts: Sequence[OpContext], dtype: str) -> Tolerance:
@@ -69,8 +73,10 @@ def check_outputs(
     actual: Mapping[str, np.ndarray],
     contexts: Sequence[OpContext],
     reference: Mapping[str, np.ndarray] | None = None,
+    shapes: Mapping[str, tuple[int, ...]] | None = None,
 ) -> tuple[Check, str | None]:
-    """Compare `actual` with the case's expected values (or the reference's outputs when it has none)."""
+    """Compare `actual` with the case's expected values (or the reference's outputs when it has none).
+    `shapes` gives the shapes of truncated outputs (their first values only, as a 1-D array)."""
     expected, source = expected_arrays(case, reference)
     if source is None:
         return Check(False, problems=["no expected values: the case has none and the reference failed"]), None
@@ -80,8 +86,9 @@ def check_outputs(
             result.problems.append(f"{name}: missing from the outputs")
             continue
         arr = np.asarray(actual[name])
-        if arr.dtype.name != dtype or tuple(arr.shape) != shape:
-            result.problems.append(f"{name}: got {arr.dtype.name}{list(arr.shape)}, expected {dtype}{list(shape)}")
+        got_shape = tuple((shapes or {}).get(name, arr.shape))
+        if arr.dtype.name != dtype or got_shape != shape:
+            result.problems.append(f"{name}: got {arr.dtype.name}{list(got_shape)}, expected {dtype}{list(shape)}")
             continue
         try:
             tol = tolerance_for(case, contexts, dtype)
@@ -89,7 +96,11 @@ def check_outputs(
             result.problems.append(f"{name}: no tolerance rule ({e}); give the case a 'tolerance'")
             continue
         result.tolerance = tol if result.tolerance is None else max(result.tolerance, tol, key=lambda t: t.ulp)
-        got = arr.reshape(-1)[: values.size] if prefix else arr
+        if prefix or arr.size < values.size:  # WPT's prefix rule, or a truncated output: the first values
+            n = min(values.size, arr.size)
+            got, values = arr.reshape(-1)[:n], values.reshape(-1)[:n]
+        else:
+            got = arr
         c = check(list(contexts), got, values, dtype, tolerance=tol)
         result.max_ulp, result.max_abs = max(result.max_ulp, c.max_ulp), max(result.max_abs, c.max_abs)
         if not c.ok:
@@ -107,8 +118,14 @@ def distance(a: Mapping[str, np.ndarray], b: Mapping[str, np.ndarray]) -> tuple[
     worst_ulp, worst_abs = 0.0, 0.0
     for name in a:
         x, y = np.asarray(a[name]), np.asarray(b[name])
-        if x.dtype != y.dtype or x.shape != y.shape:
+        if x.dtype != y.dtype:
             return math.inf, math.inf
+        if x.shape != y.shape:
+            small, large = (x, y) if x.size < y.size else (y, x)
+            if small.ndim != 1 or small.size >= large.size:
+                return math.inf, math.inf
+            # a truncated output (its first values, 1-D) against a whole one: compare what both have
+            x, y = small, large.reshape(-1)[: small.size]
         if x.size == 0:
             continue
         dtype = x.dtype.name

@@ -94,6 +94,7 @@ class Result:
     expected: str | None = None  # where the expected values came from: "case" or "reference"
     timings: dict[str, Any] = field(default_factory=dict)
     outputs: str | None = None  # path of the .npz, relative to the run directory
+    truncated: list[str] = field(default_factory=list)  # outputs too large to ship whole: first values only
     test_id: str = ""
     time: str = field(default_factory=now_iso)
 
@@ -120,6 +121,15 @@ class Result:
         r = cls(**{k: v for k, v in d.items() if k in names})
         r.max_ulp, r.max_abs = as_float(r.max_ulp), as_float(r.max_abs)
         return r
+
+
+# Outputs above this size are stored as their first values only (as the page ships them; WPT compares 1000).
+MAX_STORED_BYTES = 16 << 20
+PREFIX_ELEMENTS = 1000
+
+
+def _kept(a: np.ndarray) -> np.ndarray:
+    return a if a.nbytes <= MAX_STORED_BYTES else a.reshape(-1)[:PREFIX_ELEMENTS].copy()
 
 
 class RunWriter:
@@ -151,7 +161,7 @@ class RunWriter:
             key = hashlib.sha1(f"{result.case}|{result.column}".encode()).hexdigest()[:16]
             rel = f"{OUTPUTS}/{key}.npz"
             (self.dir / OUTPUTS).mkdir(parents=True, exist_ok=True)
-            arrays: dict[str, Any] = {f"o{i}": np.asarray(v) for i, v in enumerate(outputs.values())}
+            arrays: dict[str, Any] = {f"o{i}": _kept(np.asarray(v)) for i, v in enumerate(outputs.values())}
             arrays["__names__"] = np.array(list(outputs), dtype=str)
             np.savez(self.dir / rel, **arrays)
             result.outputs = rel

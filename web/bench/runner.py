@@ -180,8 +180,9 @@ class Runner:
             result.status = UNSUPPORTED if _unsupported(err) else ERROR
             result.errors = [f"{raw.get('stage', '?')}: {err.get('name', 'Error')}: {err.get('message', '')}"]
             return result, {}
-        outputs = decode_outputs(raw["outputs"])
-        return self._judge(case, result, outputs), outputs
+        outputs, shapes = decode_outputs(raw["outputs"])
+        result.truncated = [n for n, o in raw["outputs"].items() if o.get("truncated")]
+        return self._judge(case, result, outputs, shapes), outputs
 
     def _reference(self, case: BenchCase, result: Result) -> tuple[Result, dict[str, np.ndarray]]:
         outcome = ref.reference(case, self.repeat)
@@ -195,10 +196,16 @@ class Runner:
             return result, outcome.outputs
         return self._judge(case, result, outcome.outputs), outcome.outputs
 
-    def _judge(self, case: BenchCase, result: Result, outputs: dict[str, np.ndarray]) -> Result:
+    def _judge(
+        self,
+        case: BenchCase,
+        result: Result,
+        outputs: dict[str, np.ndarray],
+        shapes: dict[str, tuple[int, ...]] | None = None,
+    ) -> Result:
         outcome = ref.reference(case, self.repeat)
         ref_outputs = outcome.outputs if outcome.status == "ok" else None
-        check, source = check_outputs(case, outputs, outcome.contexts, ref_outputs)
+        check, source = check_outputs(case, outputs, outcome.contexts, ref_outputs, shapes)
         result.status = PASS if check.ok else FAIL
         result.errors = check.problems
         result.max_ulp, result.max_abs = check.max_ulp, check.max_abs

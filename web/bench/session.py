@@ -164,6 +164,8 @@ class BrowserSession:
             )
         else:
             kw = launch_args(self.target.browser, native_webnn=self.native_webnn, base=self.launch_base)
+            if self.target.browser == "chromium" and self.launch_base.get("channel"):
+                kw.pop("executable_path", None)  # --browser-channel chrome/msedge: that browser, not Debian's
             self.browser = browser_type.launch(**kw)
         self.context = self.browser.new_context()
         for script in self.init_scripts:

@@ -90,6 +90,14 @@
     return new Ctor(copy.buffer, 0, bytes.length / Ctor.BYTES_PER_ELEMENT);
   }
 
+  /** An input's values: its bytes, or one value filling the tensor ({fill: {base64}}, WPT's large inputs). */
+  function inputArray(inp) {
+    if (!inp.fill) return typedArray(inp.dataType, inp.data);
+    const one = typedArray(inp.dataType, inp.fill.base64);
+    if (one.length !== 1) throw new TypeError(`bench: cannot fill a ${inp.dataType} tensor with one value`);
+    return new ARRAYS[inp.dataType](inp.shape.reduce((a, b) => a * b, 1)).fill(one[0]);
+  }
+
   function bytesOf(buffer) {
     return buffer instanceof ArrayBuffer ? new Uint8Array(buffer)
       : new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
@@ -115,7 +123,7 @@
     const operands = {};
     for (const inp of wire.inputs) {
       const desc = {dataType: inp.dataType, shape: inp.shape};
-      operands[inp.name] = inp.constant ? builder.constant(desc, typedArray(inp.dataType, inp.data))
+      operands[inp.name] = inp.constant ? builder.constant(desc, inputArray(inp))
         : builder.input(inp.name, desc);
     }
     for (const op of wire.operators) {
@@ -139,7 +147,7 @@
     const inData = {};
     for (const i of feeds) {
       inTensors[i.name] = await ctx.createTensor({dataType: i.dataType, shape: i.shape, writable: true});
-      inData[i.name] = typedArray(i.dataType, i.data);
+      inData[i.name] = inputArray(i);
     }
     const outTensors = {};
     for (const [name, d] of Object.entries(outDescs)) {
@@ -164,7 +172,7 @@
     // the legacy MLContext.compute(): transfers the buffers it is given, so each run gets fresh ones
     const feeds = wire.inputs.filter((i) => !i.constant);
     const once = async () => {
-      const ins = Object.fromEntries(feeds.map((i) => [i.name, typedArray(i.dataType, i.data)]));
+      const ins = Object.fromEntries(feeds.map((i) => [i.name, inputArray(i)]));
       const outs = Object.fromEntries(Object.entries(outDescs).map(([n, d]) => {
         const Ctor = ARRAYS[d.dataType];
         return [n, new Ctor(d.shape.reduce((a, b) => a * b, 1))];
@@ -182,8 +190,11 @@
 
   const round = (x) => Math.round(x * 1000) / 1000;
 
-  /** Build and run one wire case on one implementation; never throws: failures come back as data. */
-  async function run(wire, {impl, variant = {name: 'default', options: {}}, repeat = 3, timeoutMs = 60000} = {}) {
+  /** Build and run one wire case on one implementation; never throws: failures come back as data.
+   *  An output larger than maxOutputBytes comes back as its first prefixElements values ({truncated: true}),
+   *  as much as WPT compares of a large tensor. */
+  async function run(wire, {impl, variant = {name: 'default', options: {}}, repeat = 3, timeoutMs = 60000,
+                            maxOutputBytes = 16 << 20, prefixElements = 1000} = {}) {
     const timings = {};
     let stage = 'context';
     let graph = null;
@@ -224,7 +235,13 @@
       timings.median_ms = samples.length ? round(median(samples)) : timings.first_ms;
       const outputs = {};
       for (const [name, d] of Object.entries(outDescs)) {
-        outputs[name] = {dataType: d.dataType, shape: d.shape, data: toBase64(bytesOf(first[name]))};
+        const bytes = bytesOf(first[name]);
+        if (bytes.byteLength > maxOutputBytes) {
+          const keep = prefixElements * ARRAYS[d.dataType].BYTES_PER_ELEMENT;
+          outputs[name] = {dataType: d.dataType, shape: d.shape, data: toBase64(bytes.subarray(0, keep)), truncated: true};
+        } else {
+          outputs[name] = {dataType: d.dataType, shape: d.shape, data: toBase64(bytes)};
+        }
       }
       return {status: 'ok', api: runner.api, timings, outputs};
     } catch (e) {
