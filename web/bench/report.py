@@ -231,7 +231,8 @@ def _accuracy(results: Sequence[Result], columns: Sequence[str], pairs: Sequence
         out.append(
             f"<tr><td>{escape(a)}</td><td>{escape(b)}</td><td>{len(ps)}</td><td>{same}</td>"
             f"<td>{worst.max_ulp:g}</td><td>{statistics.median(p.max_ulp for p in ps):g}</td>"
-            f"<td>{max(p.max_abs for p in ps):g}</td><td><code>{escape(worst.case)}</code></td></tr>"
+            f"<td>{max(p.max_abs for p in ps):g}</td>"
+            f"<td><code>{escape(worst.case) if worst.max_ulp or worst.max_abs else '–'}</code></td></tr>"
         )
     out.append("</table>")
     return "\n".join(out)
