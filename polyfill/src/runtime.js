@@ -34,7 +34,8 @@ export class Runtime {
   }
 
   #progress(stage, message) {
-    if (stage !== 'ready') {
+    // Stages after boot (e.g. the worker loading SciPy BLAS for a large graph) are reported, not counted.
+    if (STAGES.includes(stage)) {
       this.done.add(stage);
       this.timings[stage] = Math.round(performance.now() - this.t0);
     }

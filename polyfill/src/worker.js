@@ -19,12 +19,15 @@ let blas = switches.get('blas') === '0' ? 'off' : 'idle';
 async function maybeLoadBlas(info) {
   if (blas !== 'idle' || !info || !info.get('wantsBlas')) return;
   blas = 'loading';
+  progress('blas-loading', 'loading SciPy BLAS for a graph with large matrix products (once per page)');
   try {
     await pyodide.loadPackage('scipy', {messageCallback: () => {}});
     unwrap(glue.enable_blas());
     blas = 'on';
+    progress('blas-ready', 'SciPy BLAS ready');
   } catch (e) {
     blas = 'off';  // einsum stays: slower, same results
+    progress('blas-ready', 'SciPy BLAS unavailable; matrix products stay on NumPy');
     console.warn(`WebNN polyfill: SciPy BLAS unavailable, matrix products stay on NumPy: ${e && e.message ? e.message : e}`);
   }
 }
