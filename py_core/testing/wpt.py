@@ -135,13 +135,14 @@ def operator_files(directory: str | Path) -> dict[str, int]:
 
 # ------------------------------------------------------------------------------------ value decoding
 
-def _has_null(v: Any) -> bool:
+def has_null(v: Any) -> bool:
+    """True where the case data holds a null (a value the JSON conversion could not carry)."""
     if v is None:
         return True
     if isinstance(v, dict):
-        return any(_has_null(x) for x in v.values())
+        return any(has_null(x) for x in v.values())
     if isinstance(v, list):
-        return any(_has_null(x) for x in v)
+        return any(has_null(x) for x in v)
     return False
 
 
@@ -318,7 +319,7 @@ def run_case(case: Case) -> CaseResult:
     result = CaseResult(case.op, case.name, PASS)
     try:
         graph = case.graph
-        if _has_null(graph.get("inputs")) or _has_null(graph.get("operators")) or _has_null(
+        if has_null(graph.get("inputs")) or has_null(graph.get("operators")) or has_null(
                 graph.get("expectedOutputs")):
             raise InvalidCase("the case data holds null where the JSON conversion dropped a non-finite value")
         missing = [n for n in _operator_names(graph) if n not in OPS]

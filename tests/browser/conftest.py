@@ -3,46 +3,23 @@ per browser shared by the tests that allow it."""
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import uvicorn
 
-from web.app import create_app
+from web.bench.session import dev_server as serve_dev_server
 from web.browsers import launch_args
-from web.settings import Settings
 
 # One test graph run plus Pyodide boot stays well under this; a hang fails instead of stalling CI.
 BOOT_TIMEOUT_MS = 120_000
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def dev_server() -> Iterator[str]:
-    """The project's FastAPI dev server, served by uvicorn in a thread; yields its base URL."""
-    env = Settings.from_env()
-    settings = Settings(host="127.0.0.1", port=_free_port(), cache_dir=env.cache_dir, repo_root=env.repo_root)
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), host=settings.host, port=settings.port,
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.time() + 30
-    while not server.started:
-        if time.time() > deadline or not thread.is_alive():
-            raise RuntimeError("the dev server did not start")
-        time.sleep(0.05)
-    yield f"http://{settings.host}:{settings.port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    """The project's FastAPI dev server, served by uvicorn in a thread on a free port; yields its base URL."""
+    with serve_dev_server() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

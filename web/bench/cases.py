@@ -114,16 +114,6 @@ def _normalize_graph(graph: Mapping[str, Any], where: str) -> dict[str, Any]:
     return g
 
 
-def _has_null(v: Any) -> bool:
-    if v is None:
-        return True
-    if isinstance(v, dict):
-        return any(_has_null(x) for x in v.values())
-    if isinstance(v, list):
-        return any(_has_null(x) for x in v)
-    return False
-
-
 # ---------------------------------------------------------------------------------------------- loading
 
 
@@ -134,7 +124,7 @@ def _graph_case(prefix: str, name: str, graph: Mapping[str, Any], source: str, m
         g = _normalize_graph(graph, where)
     except (KeyError, ValueError, TypeError) as e:
         g, invalid = dict(graph), f"{type(e).__name__}: {e}"
-    if not invalid and any(_has_null(g.get(k) or {}) for k in ("inputs", "operators", "expectedOutputs")):
+    if not invalid and any(wpt.has_null(g.get(k) or {}) for k in ("inputs", "operators", "expectedOutputs")):
         invalid = "the case data holds null where the JSON conversion dropped a non-finite value"
     return BenchCase(
         f"{prefix}/{name}",
