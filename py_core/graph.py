@@ -35,13 +35,7 @@ class Operation:
     label: str = ""
 
     def input_ids(self) -> list[int]:
-        ids: list[int] = []
-        for v in self.operands.values():
-            if isinstance(v, list):
-                ids.extend(v)
-            elif v is not None:
-                ids.append(v)
-        return ids
+        return operand_ids(self.operands)
 
     def to_json(self) -> dict[str, Any]:
         return {"op": self.op, "operands": self.operands, "options": _jsonable(self.options),
@@ -94,6 +88,17 @@ class Graph:
             outputs=dict(outputs),
             constants={i: c for i, c in self.constants.items() if i in needed},
         )
+
+
+def operand_ids(operands: dict[str, int | list[int] | None]) -> list[int]:
+    """The operand ids an operation reads, flattening sequences and skipping absent optional operands."""
+    ids: list[int] = []
+    for v in operands.values():
+        if isinstance(v, list):
+            ids.extend(v)
+        elif v is not None:
+            ids.append(v)
+    return ids
 
 
 def _jsonable(v: Any) -> Any:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from py_core.graph import Graph, Operand
+from py_core.graph import Graph, Operand, operand_ids
 
 Ref = int | list[int] | None
 
@@ -33,13 +33,7 @@ class Node:
     fresh: bool = False
 
     def input_ids(self) -> list[int]:
-        ids: list[int] = []
-        for v in self.operands.values():
-            if isinstance(v, list):
-                ids.extend(v)
-            elif v is not None:
-                ids.append(v)
-        return ids
+        return operand_ids(self.operands)
 
     def rename(self, old: int, new: int) -> None:
         for k, v in self.operands.items():
