@@ -94,7 +94,7 @@ bench: setup build
 lint: venv
 	$(PY) -m ruff check .
 	$(PY) -m mypy
-	$(PY) -m mypy --strict web scripts/fetch_assets.py
+	$(PY) -m mypy --strict --follow-imports=silent web scripts/fetch_assets.py
 
 clean:
 	rm -rf $(DIST) .pytest_cache test-results reports build *.egg-info
