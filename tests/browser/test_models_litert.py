@@ -1,0 +1,82 @@
+"""The five MediaPipe models in real browsers: recorded by the TFLite loader, replayed against the polyfill's
+MLGraphBuilder in the page, run on the same preprocessed photo as tests/core/test_tflite_models.py, and every
+output compared with native LiteRT under that file's per-model tolerance table (max absolute error)."""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.browser
+
+pytest.importorskip("tflite")
+pytest.importorskip("ai_edge_litert.interpreter")
+pytest.importorskip("skimage.data")
+
+from py_core.loaders.recording import record_tflite  # noqa: E402
+
+_HERE = Path(__file__).resolve().parent
+_spec = importlib.util.spec_from_file_location("webnn_core_tflite_models", _HERE.parent / "core" / "test_tflite_models.py")
+assert _spec is not None and _spec.loader is not None
+core_models = sys.modules.setdefault("webnn_core_tflite_models", importlib.util.module_from_spec(_spec))
+_spec.loader.exec_module(core_models)
+
+RUN_JS = r"""
+async ({name, outputs}) => {
+  const {buildGraph} = await import('/gallery/lib/replay.js');
+  const fetchBytes = async (what) => (await fetch(`/__models_litert/${name}.${what}`)).arrayBuffer();
+  const program = JSON.parse(new TextDecoder().decode(await fetchBytes('json')));
+  const [weights, input] = await Promise.all([fetchBytes('bin'), fetchBytes('input')]);
+  const ctx = window.__ctx;
+  const graph = await buildGraph(program, weights, ctx, webnnPolyfill.MLGraphBuilder);
+  const [inName, inDesc] = Object.entries(program.inputs)[0];
+  const inTensor = await ctx.createTensor({...inDesc, writable: true});
+  const outTensors = {};
+  for (const o of outputs) {
+    const d = program.outputs[o];
+    outTensors[o] = await ctx.createTensor({dataType: d.dataType, shape: d.shape, readable: true});
+  }
+  ctx.writeTensor(inTensor, new Float32Array(input));
+  const t0 = performance.now();
+  ctx.dispatch(graph, {[inName]: inTensor}, outTensors);
+  const result = {};
+  for (const o of outputs) {
+    const bytes = new Uint8Array(await ctx.readTensor(outTensors[o]));
+    let s = '';
+    for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+    result[o] = btoa(s);
+  }
+  return {outputs: result, ms: performance.now() - t0};
+}
+"""
+
+
+@pytest.mark.parametrize("name", list(core_models.TOLERANCE))
+def test_model_outputs_match_litert_in_the_browser(name: str, webnn_page: Any, browser_name: str) -> None:
+    x = core_models.model_input(name)
+    reference = core_models.litert_outputs(name, x)
+    program = record_tflite(core_models.models.model_path(name), name)
+    files = {"json": program.dumps().encode(), "bin": program.weights, "input": x.tobytes()}
+
+    def serve(route: Any) -> None:
+        what = route.request.url.rsplit(".", 1)[1]
+        route.fulfill(status=200, body=files[what], headers={"content-type": "application/octet-stream",
+                                                             "cross-origin-resource-policy": "same-origin"})
+
+    pattern = f"**/__models_litert/{name}.*"
+    webnn_page.route(pattern, serve)
+    try:
+        out = webnn_page.evaluate(RUN_JS, {"name": name, "outputs": list(reference)})
+    finally:
+        webnn_page.unroute(pattern)
+    for output, ref in reference.items():
+        ours = np.frombuffer(base64.b64decode(out["outputs"][output]), np.float32).reshape(ref.shape)
+        err = float(np.abs(ours.astype(np.float64) - ref).max())
+        print(f"{browser_name} {name} {output}: max abs error {err:.3g} vs LiteRT ({out['ms']:.0f} ms)")
+        assert err <= core_models.TOLERANCE[name][output], f"{name} {output}: max abs error {err:.3g}"
