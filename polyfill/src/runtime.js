@@ -5,17 +5,18 @@
 
 import {errorFromJson} from './errors.js';
 import {WorkerClient} from './rpc.js';
+import {startPyodide} from './snapshot.js';
 
 const STAGES = ['manifest', 'page-runtime', 'page-core', 'worker-runtime', 'worker-numpy', 'worker-core'];
 
-/** loadPyodide from pyodide.mjs; a classic worker without module import() falls back to importScripts. */
+/** pyodide.mjs's {loadPyodide, version}; a classic worker without module import() falls back to importScripts. */
 async function importPyodide(base) {
   try {
-    return (await import(/* webpackIgnore: true */ base + 'pyodide.mjs')).loadPyodide;
+    return await import(/* webpackIgnore: true */ base + 'pyodide.mjs');
   } catch (e) {
     if (typeof importScripts !== 'function') throw e;
     importScripts(base + 'pyodide.js');
-    return globalThis.loadPyodide;
+    return {loadPyodide: globalThis.loadPyodide, version: undefined};
   }
 }
 
@@ -23,7 +24,7 @@ export class Runtime {
   constructor(config, events) {
     this.config = config;
     this.events = events;
-    this.timings = {};
+    this.timings = {};  // ms from boot() per stage; `snapshot`: per instance, 'loaded', 'made' or 'none'
     this.done = new Set();
     this.lostListeners = new Set();
     this.host = null;
@@ -59,8 +60,11 @@ export class Runtime {
 
   async #bootPage() {
     await this.#manifest();
-    const loadPyodide = await importPyodide(this.config.pyodideURL);
-    const py = await loadPyodide({indexURL: this.config.pyodideURL, stdout: () => {}, stderr: () => {}});
+    const {loadPyodide, version} = await importPyodide(this.config.pyodideURL);
+    // From the snapshot the last visit stored; without one, boot normally and store one for the next visit.
+    const {py, snapshot} = await startPyodide(loadPyodide, version,
+      {indexURL: this.config.pyodideURL, stdout: () => {}, stderr: () => {}}, {make: true});
+    this.timings.snapshot = {...this.timings.snapshot, page: snapshot};
     this.#progress('page-runtime', 'Pyodide started on the page');
     await py.loadPackage(this.coreWheelURL, {messageCallback: () => {}});
     const mod = py.pyimport('py_core.bridge.builder_host');
@@ -77,7 +81,8 @@ export class Runtime {
       this.config.workerURL,
       (msg) => this.#progress(msg.stage, msg.message),
       (reason) => this.#workerLost(worker, reason));
-    await worker.request('init', {pyodideURL: this.config.pyodideURL, coreWheelURL: this.coreWheelURL});
+    const ready = await worker.request('init', {pyodideURL: this.config.pyodideURL, coreWheelURL: this.coreWheelURL});
+    if (ready && ready.snapshot) this.timings.snapshot = {...this.timings.snapshot, worker: ready.snapshot};
     this.worker = worker;
     return worker;
   }

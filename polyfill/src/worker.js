@@ -1,6 +1,8 @@
 // The execution worker: its own Pyodide with NumPy and py_core; handles one message at a time, in order,
 // which is what orders writes, dispatches and reads on each tensor (the MLTensor timeline).
 
+import {startPyodide} from './snapshot.js';
+
 let glue = null;
 let pyodide = null;
 const queue = [];
@@ -33,16 +35,20 @@ async function maybeLoadBlas(info) {
 }
 
 async function init(msg) {
-  const {loadPyodide} = await import(msg.pyodideURL + 'pyodide.mjs');
+  const {loadPyodide, version} = await import(msg.pyodideURL + 'pyodide.mjs');
   const env = switches.get('compiler') === '0' ? {PYODIDE_WEBNN_COMPILER: '0'} : {};
-  pyodide = await loadPyodide({indexURL: msg.pyodideURL, stdout: () => {}, stderr: () => {}, env});
+  // The page stores the snapshot (of a bare interpreter); a snapshot carries its environment, so the
+  // compiler switch boots without one.
+  const started = await startPyodide(loadPyodide, version,
+    {indexURL: msg.pyodideURL, stdout: () => {}, stderr: () => {}, env}, {use: !Object.keys(env).length});
+  pyodide = started.py;
   progress('worker-runtime', 'Pyodide started in the worker');
   // one loadPackage call fetches and unpacks NumPy and the core wheel concurrently
   await pyodide.loadPackage(['numpy', msg.coreWheelURL], {messageCallback: () => {}});
   progress('worker-numpy', 'NumPy loaded');
   glue = pyodide.pyimport('py_core.bridge.pyodide_glue');
   progress('worker-core', 'core loaded');
-  return {ok: true};
+  return {ok: true, snapshot: started.snapshot};
 }
 
 // Copy the bytes of a Python memoryview out of the WebAssembly heap, once, into a new ArrayBuffer.

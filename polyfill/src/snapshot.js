@@ -1,0 +1,103 @@
+// Pyodide memory snapshots: a copy of the WebAssembly heap taken right after the interpreter has started
+// (before NumPy or py_core are loaded), kept in Cache Storage. Restoring it skips CPython's start-up (about
+// 2 of the 2.5-3 s a warm loadPyodide takes), for the page's Pyodide and the worker's alike.
+//
+// Pyodide 0.27 has the (underscore, experimental) loadPyodide options `_makeSnapshot` / `_loadSnapshot`. The
+// snapshot holds only the bare interpreter: packages with shared libraries (NumPy) cannot be snapshotted in
+// 0.27, and site-packages lives in the JS file system, outside the heap, so both instances still load their
+// packages after a restore. Pyodide checks the snapshot's magic number and build id itself; a snapshot that
+// is missing, truncated, of another build, or fails to start is dropped and the instance boots normally.
+
+const CACHE = 'webnn-polyfill-pyodide-snapshot';
+const FORMAT = 1;
+const SNAPSHOT_MAGIC = 1886286592;  // pyodide.asm.js's snapshot magic number (0.27)  // bump to orphan snapshots made by older polyfill code
+
+function snapshotKey(indexURL, version) {
+  return new URL(`webnn-snapshot-v${FORMAT}-${encodeURIComponent(version)}.bin`, indexURL).href;
+}
+
+async function openCache() {
+  try {
+    // Cache Storage exists only in secure contexts (https, localhost) and not in every private mode.
+    if (typeof caches === 'undefined' || !caches) return null;
+    return await caches.open(CACHE);
+  } catch (e) {
+    return null;
+  }
+}
+
+async function readSnapshot(key) {
+  const cache = await openCache();
+  if (!cache) return null;
+  try {
+    const response = await cache.match(key);
+    if (!response) return null;
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    if (String(bytes.length) !== response.headers.get('x-snapshot-length') || !wellFormed(bytes)) {
+      await cache.delete(key);
+      return null;
+    }
+    return bytes;
+  } catch (e) {
+    return null;
+  }
+}
+
+// Pyodide's layout: u32 magic, u32 header size, ..., then the heap, a whole number of 64 KiB wasm pages.
+// A heap of the wrong size makes loadPyodide hang rather than throw, so check before restoring.
+function wellFormed(bytes) {
+  if (bytes.length < 64 || bytes.byteOffset % 4) return false;
+  const header = new Uint32Array(bytes.buffer, bytes.byteOffset, 2);
+  const heap = bytes.length - header[1];
+  return header[0] === SNAPSHOT_MAGIC && header[1] >= 48 && heap > 0 && heap % 65536 === 0;
+}
+
+async function writeSnapshot(key, bytes) {
+  const cache = await openCache();
+  if (!cache) return;
+  try {
+    await cache.put(key, new Response(bytes, {headers: {
+      'content-type': 'application/octet-stream', 'x-snapshot-length': String(bytes.length)}}));
+  } catch (e) {
+    // quota or storage errors: the next visit boots without a snapshot, as this one did
+  }
+}
+
+async function dropSnapshot(key) {
+  const cache = await openCache();
+  if (cache) await cache.delete(key).catch(() => {});
+}
+
+/**
+ * loadPyodide(options), from the cached snapshot when there is a usable one. With `make`, an instance that
+ * booted without a snapshot takes one (before anything else runs in it) and stores it for the next visit.
+ * Resolves to {py, snapshot}: snapshot is 'loaded', 'made' or 'none'.
+ */
+export async function startPyodide(loadPyodide, version, options, {make = false, use = true} = {}) {
+  const key = snapshotKey(options.indexURL, version || 'unknown');
+  if (!(await openCache())) return {py: await loadPyodide(options), snapshot: 'none'};
+  if (use) {
+    const bytes = await readSnapshot(key);
+    if (bytes) {
+      try {
+        const py = await loadPyodide({...options, _loadSnapshot: bytes});
+        if (py.runPython('1 + 1') !== 2) throw new Error('the restored interpreter does not compute');
+        return {py, snapshot: 'loaded'};
+      } catch (e) {
+        console.warn(`WebNN polyfill: dropping an unusable Pyodide snapshot: ${e && e.message ? e.message : e}`);
+        await dropSnapshot(key);
+      }
+    }
+  }
+  if (!make) return {py: await loadPyodide(options), snapshot: 'none'};
+  const py = await loadPyodide({...options, _makeSnapshot: true});
+  let snapshot = 'none';
+  try {
+    const bytes = py.makeMemorySnapshot();
+    writeSnapshot(key, bytes);  // not awaited: storing 20 MB must not delay the boot
+    snapshot = 'made';
+  } catch (e) {
+    // an instance that cannot be snapshotted still works
+  }
+  return {py, snapshot};
+}
