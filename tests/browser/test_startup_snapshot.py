@@ -1,0 +1,73 @@
+"""Startup from a Pyodide memory snapshot (polyfill/src/snapshot.js): the first visit stores one in Cache
+Storage, the next restores it in the page's and the worker's Pyodide, and a damaged one is dropped (the visit
+boots normally and stores a fresh one)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+BOOT_MS = 240_000
+
+VISIT = """async () => {
+  const ctx = await navigator.ml.createContext();
+  const b = new MLGraphBuilder(ctx);
+  const desc = {dataType: 'float32', shape: [4]};
+  const x = b.input('x', desc);
+  const graph = await b.build({y: b.add(x, b.constant(desc, new Float32Array([1, 2, 3, 4])))});
+  const xt = await ctx.createTensor({...desc, writable: true});
+  const yt = await ctx.createTensor({...desc, readable: true});
+  ctx.writeTensor(xt, new Float32Array([10, 20, 30, 40]));
+  ctx.dispatch(graph, {x: xt}, {y: yt});
+  const y = Array.from(new Float32Array(await ctx.readTensor(yt)));
+  const snapshot = webnnPolyfill.bootTimings.snapshot;
+  // the page stores its snapshot in the background: wait for it before the next visit looks
+  const cache = await caches.open('webnn-polyfill-pyodide-snapshot');
+  for (let i = 0; snapshot.page === 'made' && i < 200 && !(await cache.keys()).length; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {y, snapshot};
+}"""
+
+DAMAGE = """async (mode) => {
+  const cache = await caches.open('webnn-polyfill-pyodide-snapshot');
+  const [key] = await cache.keys();
+  let bytes = new Uint8Array(await (await cache.match(key)).arrayBuffer());
+  if (mode === 'magic') bytes[0] ^= 0xff;
+  if (mode === 'build-id') bytes[20] ^= 0xff;
+  if (mode === 'truncated') bytes = bytes.slice(0, bytes.length - 4096);
+  await cache.put(key, new Response(bytes, {headers: {'x-snapshot-length': String(bytes.length)}}));
+}"""
+
+
+def _visit(context: Any, url: str) -> dict[str, Any]:
+    page = context.new_page()
+    page.set_default_timeout(BOOT_MS)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(url)
+    result = page.evaluate(VISIT)
+    page.close()
+    assert not errors
+    assert result["y"] == [11, 22, 33, 44]
+    return result["snapshot"]
+
+
+def test_second_visit_restores_the_snapshot_and_a_damaged_one_is_replaced(browser: Any, dev_server: str) -> None:
+    context = browser.new_context()
+    try:
+        url = f"{dev_server}/test/smoke.html"
+        assert _visit(context, url) == {"page": "made", "worker": "none"}
+        assert _visit(context, url) == {"page": "loaded", "worker": "loaded"}
+        for mode in ("magic", "build-id", "truncated"):
+            page = context.new_page()
+            page.goto(url)
+            page.evaluate(DAMAGE, mode)
+            page.close()
+            assert _visit(context, url) == {"page": "made", "worker": "none"}, mode
+            assert _visit(context, url) == {"page": "loaded", "worker": "loaded"}, mode
+    finally:
+        context.close()
