@@ -9,8 +9,8 @@
 // is missing, truncated, of another build, or fails to start is dropped and the instance boots normally.
 
 const CACHE = 'webnn-polyfill-pyodide-snapshot';
-const FORMAT = 1;
-const SNAPSHOT_MAGIC = 1886286592;  // pyodide.asm.js's snapshot magic number (0.27)  // bump to orphan snapshots made by older polyfill code
+const FORMAT = 1;  // bump to orphan snapshots made by older polyfill code
+const SNAPSHOT_MAGIC = 1886286592;  // pyodide.asm.js's snapshot magic number (0.27)
 
 function snapshotKey(indexURL, version) {
   return new URL(`webnn-snapshot-v${FORMAT}-${encodeURIComponent(version)}.bin`, indexURL).href;
