@@ -66,6 +66,16 @@ SIGNED: frozenset[DataType] = FLOATS | SIGNED_INTS
 FLOATS_INT32_INT64: frozenset[DataType] = FLOATS | {DataType.INT32, DataType.INT64}
 INDEX_TYPES: frozenset[DataType] = frozenset({DataType.INT32, DataType.UINT32, DataType.INT64})
 
+# Inclusive value range of each integer data type (Python ints: exact for 64-bit types)
+INT_RANGES: dict[DataType, tuple[int, int]] = {
+    DataType.INT8: (-(2**7), 2**7 - 1),
+    DataType.UINT8: (0, 2**8 - 1),
+    DataType.INT32: (-(2**31), 2**31 - 1),
+    DataType.UINT32: (0, 2**32 - 1),
+    DataType.INT64: (-(2**63), 2**63 - 1),
+    DataType.UINT64: (0, 2**64 - 1),
+}
+
 # Largest value of an "unsigned long" dimension, and of a tensor's element count.  The spec requires
 # dimensions and element counts to be valid unsigned long values.
 MAX_DIMENSION = 2**32 - 1

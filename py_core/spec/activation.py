@@ -10,22 +10,12 @@ from typing import Any
 
 from py_core.spec.common import broadcast_shapes, check_axis
 from py_core.spec.table import DOUBLE, NUMBER, ULONG, OpCall, OpSpec, operand, value
-from py_core.types import FLOATS, DataType, OperandDescriptor
+from py_core.types import FLOATS, INT_RANGES, DataType, OperandDescriptor
 
 FAMILY = "activation"
 
 # relu and prelu also accept the signed integer types int32, int64 and int8
 FLOATS_SIGNED_INTS: frozenset[DataType] = FLOATS | {DataType.INT32, DataType.INT64, DataType.INT8}
-
-# Inclusive value range of each integer data type (Python ints: exact for 64-bit types)
-INT_RANGES: dict[DataType, tuple[int, int]] = {
-    DataType.INT8: (-(2**7), 2**7 - 1),
-    DataType.UINT8: (0, 2**8 - 1),
-    DataType.INT32: (-(2**31), 2**31 - 1),
-    DataType.UINT32: (0, 2**32 - 1),
-    DataType.INT64: (-(2**63), 2**63 - 1),
-    DataType.UINT64: (0, 2**64 - 1),
-}
 
 
 def cast_number(v: Any, data_type: DataType) -> float | int:

@@ -29,22 +29,12 @@ from py_core.spec.table import (
     operands,
     value,
 )
-from py_core.types import ALL_TYPES, MAX_DIMENSION, DataType, OperandDescriptor
+from py_core.types import ALL_TYPES, INT_RANGES, MAX_DIMENSION, DataType, OperandDescriptor
 
 FAMILY = "shape"
 
 # Largest operand rank: the upper end of table.Param's default rank range.
 MAX_RANK = 8
-
-# Value range of each integer data type, for casting MLNumber option values.
-INT_RANGES: dict[DataType, tuple[int, int]] = {
-    DataType.INT8: (-(2**7), 2**7 - 1),
-    DataType.UINT8: (0, 2**8 - 1),
-    DataType.INT32: (-(2**31), 2**31 - 1),
-    DataType.UINT32: (0, 2**32 - 1),
-    DataType.INT64: (-(2**63), 2**63 - 1),
-    DataType.UINT64: (0, 2**64 - 1),
-}
 
 
 def cast_number(v: int | float, data_type: DataType) -> int | float:
