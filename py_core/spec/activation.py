@@ -4,11 +4,11 @@ https://www.w3.org/TR/webnn/#api-mlgraphbuilder"""
 from __future__ import annotations
 
 import math
-import struct
 from collections.abc import Callable
 from typing import Any
 
 from py_core.spec.common import broadcast_shapes, check_axis
+from py_core.spec.mlnumber import cast_number
 from py_core.spec.table import DOUBLE, NUMBER, ULONG, OpCall, OpSpec, operand, value
 from py_core.types import FLOATS, INT_RANGES, DataType, OperandDescriptor
 
@@ -16,33 +16,6 @@ FAMILY = "activation"
 
 # relu and prelu also accept the signed integer types int32, int64 and int8
 FLOATS_SIGNED_INTS: frozenset[DataType] = FLOATS | {DataType.INT32, DataType.INT64, DataType.INT8}
-
-
-def cast_number(v: Any, data_type: DataType) -> float | int:
-    """Cast an MLNumber (int or float) to a data type's value set.  https://www.w3.org/TR/webnn/#mlnumber-cast
-
-    Floats round to nearest float32/float16 (out of range: +/-Infinity); integers truncate toward zero and
-    saturate to the type's range (what Chromium's saturated_cast and the WPT mlNumber cases expect).
-    NaN stays NaN for float types and becomes 0 for integer types."""
-    if data_type in INT_RANGES:
-        lo, hi = INT_RANGES[data_type]
-        if isinstance(v, float):
-            if math.isnan(v):
-                return 0
-            if math.isinf(v):
-                return lo if v < 0 else hi
-            v = math.trunc(v)
-        return min(max(int(v), lo), hi)
-    try:
-        f = float(v)
-    except OverflowError:  # a bigint beyond double range
-        return math.inf if v > 0 else -math.inf
-    fmt = "e" if data_type == DataType.FLOAT16 else "f"
-    try:
-        # struct rounds to nearest-even like a hardware float conversion
-        return float(struct.unpack(fmt, struct.pack(fmt, f))[0])
-    except OverflowError:  # rounds past the largest finite value
-        return math.copysign(math.inf, f)
 
 
 def _same(call: OpCall) -> OperandDescriptor:

@@ -3,8 +3,8 @@ shape inference.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-batchnorm"""
 
 from __future__ import annotations
 
-from py_core.spec.activation import cast_number
 from py_core.spec.common import check_axes, check_axis
+from py_core.spec.mlnumber import cast_number
 from py_core.spec.table import DOUBLE, ULONG, ULONGS, OpCall, OpSpec, enum, operand, value
 from py_core.types import FLOATS, OperandDescriptor
 

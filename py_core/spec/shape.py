@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from py_core.spec.common import broadcast_shapes, check_axes, check_axis, check_length, check_unidirectional
+from py_core.spec.mlnumber import cast_number
 from py_core.spec.table import (
     ABSENT,
     BOOLEAN,
@@ -29,32 +30,12 @@ from py_core.spec.table import (
     operands,
     value,
 )
-from py_core.types import ALL_TYPES, INT_RANGES, MAX_DIMENSION, DataType, OperandDescriptor
+from py_core.types import ALL_TYPES, MAX_DIMENSION, DataType, OperandDescriptor
 
 FAMILY = "shape"
 
 # Largest operand rank: the upper end of table.Param's default rank range.
 MAX_RANK = 8
-
-
-def cast_number(v: int | float, data_type: DataType) -> int | float:
-    """Cast an MLNumber to a data type.  https://www.w3.org/TR/webnn/#typedefdef-mlnumber
-
-    Floats stay Python floats (the kernel rounds them once to float32/float16, overflowing to +/-inf);
-    integers follow WebIDL ConvertToInt with [Clamp]: NaN -> 0, round half to even, saturate."""
-    if data_type.is_float:
-        try:
-            return float(v)
-        except OverflowError:  # a bigint beyond the double range
-            return math.inf if v > 0 else -math.inf
-    lo, hi = INT_RANGES[data_type]
-    if isinstance(v, float):
-        if math.isnan(v):
-            return 0
-        if math.isinf(v):
-            return hi if v > 0 else lo
-        v = round(v)  # Python's round() is round-half-to-even, as [Clamp] requires
-    return min(max(int(v), lo), hi)
 
 
 def check_shape(call: OpCall, name: str, shape: Sequence[int]) -> None:
