@@ -27,7 +27,7 @@ help:
 	@echo "make run    set everything up, build the polyfill, serve http://$(HOST):$(PORT)"
 	@echo "make test   set everything up, build the polyfill, run pytest (PYTEST_ARGS=...)"
 	@echo "make setup  venv + npm toolchain + Pyodide assets + browsers (idempotent)"
-	@echo "make build  bundle polyfill/src with esbuild into polyfill/dist"
+	@echo "make build  compile the C kernels (clang, gcc), bundle polyfill/src with esbuild into polyfill/dist"
 	@echo "make lint   ruff check + mypy"
 	@echo "make bench  polyfill vs onnxruntime-web and LiteRT, startup, memory (BENCH_ARGS=...)"
 
@@ -57,6 +57,7 @@ browsers: $(STAMP)
 	bash scripts/setup_browsers.sh
 
 build: node venv
+	bash scripts/build_native.sh
 	@if [ ! -f polyfill/src/index.js ]; then \
 	  echo "build: polyfill/src/index.js does not exist yet; skipping the polyfill bundle"; \
 	else \

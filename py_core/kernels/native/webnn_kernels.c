@@ -1,0 +1,345 @@
+/* The hot float32 kernels of the compiled graph, in C with 128-bit vectors.
+ *
+ * Built twice from this one file (Makefile, `make build`):
+ *   - for the browser: clang --target=wasm32-unknown-emscripten -msimd128 as a Pyodide side module
+ *     (_webnn_kernels.wasm32.so, shipped in the core wheel; Pyodide loads it, Python calls it with ctypes);
+ *   - for CPython: gcc -shared (_webnn_kernels.host.so), so the core test suite runs the same code.
+ * GCC vector extensions lower to wasm SIMD128 with clang and to SSE with gcc: no intrinsics, one source.
+ *
+ * Why: Pyodide's NumPy has no BLAS and no SIMD; its einsum product reaches 2-7 GFLOP/s and SciPy's wasm
+ * OpenBLAS 5-8, while a 4x8 register-tiled SIMD product is measured in docs/performance.md.
+ *
+ * Rules: no libc (freestanding, nothing allocated here: every buffer comes from NumPy), float32 only,
+ * plain multiply then add (wasm SIMD128 has no fused multiply-add, so results do not depend on contraction),
+ * and the same post-op arithmetic as py_core/compiler/kernels.py so fused and unfused graphs round alike.
+ */
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef float v4 __attribute__((vector_size(16), aligned(4))); /* unaligned loads and stores are fine */
+typedef int v4i __attribute__((vector_size(16), aligned(4)));
+
+/* post-op codes (act), shared with py_core/kernels/native/__init__.py */
+enum { ACT_NONE = 0, ACT_CLAMP = 1, ACT_HARD_SWISH = 2 };
+/* bias codes */
+enum { BIAS_NONE = 0, BIAS_PER_ROW = 1, BIAS_PER_COL = 2 };
+
+static inline v4 ld(const float *p) { return *(const v4 *)p; }
+static inline void st(float *p, v4 v) { *(v4 *)p = v; }
+static inline v4 splat(float a) { return (v4){a, a, a, a}; }
+static inline v4 zero4(void) { return (v4){0.0f, 0.0f, 0.0f, 0.0f}; }
+
+/* where mask lanes are set take b, else a (mask from a vector comparison: all ones or zero) */
+static inline v4 blend(v4 a, v4 b, v4i mask) { return (v4)(((v4i)a & ~mask) | ((v4i)b & mask)); }
+
+/* NaN compares false, so NaN passes through clamp unchanged, as np.copyto(y, lo, where=y < lo) does */
+static inline v4 act4(v4 v, int act, float lo, float hi) {
+  if (act == ACT_CLAMP) {
+    v = blend(v, splat(lo), v < splat(lo));
+    v = blend(v, splat(hi), v > splat(hi));
+  } else if (act == ACT_HARD_SWISH) {
+    /* x * min(max(x + 3, 0), 6) / 6 in the reference's order */
+    v4 t = v + splat(3.0f);
+    t = blend(t, zero4(), t < zero4());
+    t = blend(t, splat(6.0f), t > splat(6.0f));
+    v = v * t;
+    v = v / splat(6.0f);
+  }
+  return v;
+}
+
+static inline float act1(float v, int act, float lo, float hi) {
+  if (act == ACT_CLAMP) {
+    if (v < lo) v = lo;
+    if (v > hi) v = hi;
+  } else if (act == ACT_HARD_SWISH) {
+    float t = v + 3.0f;
+    if (t < 0.0f) t = 0.0f;
+    if (t > 6.0f) t = 6.0f;
+    v = v * t;
+    v = v / 6.0f;
+  }
+  return v;
+}
+
+/* ------------------------------------------------------------------------------------------------ GEMM
+ * C[M, N] = act(A[M, K] B[K, N] + bias).  A is read through two strides (row ar, column ak: row-major,
+ * transposed or pre-packed alike), B row by row (row stride ldb, unit column stride), C row-major (ldc).
+ * Register tile 4 rows x 8 columns: 8 accumulators, 2 B vectors and 1 broadcast fit the 16 vector
+ * registers of x86-64 (what a browser's wasm JIT maps SIMD128 to) without spills.  Sums run in k order.
+ */
+
+typedef struct {
+  const float *bias;
+  int bias_mode, act;
+  float lo, hi;
+} epilogue;
+
+static inline v4 bias4(const epilogue *e, int i, int j) {
+  if (e->bias_mode == BIAS_PER_ROW) return splat(e->bias[i]);
+  if (e->bias_mode == BIAS_PER_COL) return ld(e->bias + j);
+  return zero4();
+}
+
+static inline float bias1(const epilogue *e, int i, int j) {
+  if (e->bias_mode == BIAS_PER_ROW) return e->bias[i];
+  if (e->bias_mode == BIAS_PER_COL) return e->bias[j];
+  return 0.0f;
+}
+
+static inline void out4(const epilogue *e, float *c, int i, int j, v4 acc) {
+  st(c, act4(acc + bias4(e, i, j), e->act, e->lo, e->hi));
+}
+
+static void tile_4x8(int K, const float *a, int ar, int ak, const float *b, int ldb, float *c, int ldc,
+                     const epilogue *e, int i, int j) {
+  v4 c00 = zero4(), c01 = zero4(), c10 = zero4(), c11 = zero4();
+  v4 c20 = zero4(), c21 = zero4(), c30 = zero4(), c31 = zero4();
+  const float *a0 = a, *a1 = a + ar, *a2 = a + 2 * ar, *a3 = a + 3 * ar;
+  for (int k = 0; k < K; k++) {
+    v4 b0 = ld(b), b1 = ld(b + 4);
+    v4 x;
+    x = splat(a0[0]); c00 += x * b0; c01 += x * b1;
+    x = splat(a1[0]); c10 += x * b0; c11 += x * b1;
+    x = splat(a2[0]); c20 += x * b0; c21 += x * b1;
+    x = splat(a3[0]); c30 += x * b0; c31 += x * b1;
+    a0 += ak; a1 += ak; a2 += ak; a3 += ak;
+    b += ldb;
+  }
+  out4(e, c, i, j, c00); out4(e, c + 4, i, j + 4, c01);
+  out4(e, c + ldc, i + 1, j, c10); out4(e, c + ldc + 4, i + 1, j + 4, c11);
+  out4(e, c + 2 * ldc, i + 2, j, c20); out4(e, c + 2 * ldc + 4, i + 2, j + 4, c21);
+  out4(e, c + 3 * ldc, i + 3, j, c30); out4(e, c + 3 * ldc + 4, i + 3, j + 4, c31);
+}
+
+static void tile_1x8(int K, const float *a, int ak, const float *b, int ldb, float *c, const epilogue *e,
+                     int i, int j) {
+  v4 c0 = zero4(), c1 = zero4();
+  for (int k = 0; k < K; k++) {
+    v4 x = splat(a[0]);
+    c0 += x * ld(b);
+    c1 += x * ld(b + 4);
+    a += ak;
+    b += ldb;
+  }
+  out4(e, c, i, j, c0);
+  out4(e, c + 4, i, j + 4, c1);
+}
+
+static void tile_4x4(int K, const float *a, int ar, int ak, const float *b, int ldb, float *c, int ldc,
+                     const epilogue *e, int i, int j) {
+  v4 c0 = zero4(), c1 = zero4(), c2 = zero4(), c3 = zero4();
+  const float *a0 = a, *a1 = a + ar, *a2 = a + 2 * ar, *a3 = a + 3 * ar;
+  for (int k = 0; k < K; k++) {
+    v4 b0 = ld(b);
+    c0 += splat(a0[0]) * b0; c1 += splat(a1[0]) * b0; c2 += splat(a2[0]) * b0; c3 += splat(a3[0]) * b0;
+    a0 += ak; a1 += ak; a2 += ak; a3 += ak;
+    b += ldb;
+  }
+  out4(e, c, i, j, c0); out4(e, c + ldc, i + 1, j, c1);
+  out4(e, c + 2 * ldc, i + 2, j, c2); out4(e, c + 3 * ldc, i + 3, j, c3);
+}
+
+static void tile_1x4(int K, const float *a, int ak, const float *b, int ldb, float *c, const epilogue *e,
+                     int i, int j) {
+  v4 c0 = zero4();
+  for (int k = 0; k < K; k++) {
+    c0 += splat(a[0]) * ld(b);
+    a += ak;
+    b += ldb;
+  }
+  out4(e, c, i, j, c0);
+}
+
+static void tile_1x1(int K, const float *a, int ak, const float *b, int ldb, float *c, const epilogue *e,
+                     int i, int j) {
+  float s = 0.0f;
+  for (int k = 0; k < K; k++) {
+    s += a[0] * b[0];
+    a += ak;
+    b += ldb;
+  }
+  *c = act1(s + bias1(e, i, j), e->act, e->lo, e->hi);
+}
+
+/* one column strip [j, j + width) for the rows [i0, i1) */
+static void strip(int i0, int i1, int j, int width, int K, const float *A, int ar, int ak, const float *B,
+                  int ldb, float *C, int ldc, const epilogue *e) {
+  int i = i0;
+  const float *b = B + j;
+  if (width == 8) {
+    for (; i + 4 <= i1; i += 4) tile_4x8(K, A + (long)i * ar, ar, ak, b, ldb, C + (long)i * ldc + j, ldc, e, i, j);
+    for (; i < i1; i++) tile_1x8(K, A + (long)i * ar, ak, b, ldb, C + (long)i * ldc + j, e, i, j);
+  } else if (width == 4) {
+    for (; i + 4 <= i1; i += 4) tile_4x4(K, A + (long)i * ar, ar, ak, b, ldb, C + (long)i * ldc + j, ldc, e, i, j);
+    for (; i < i1; i++) tile_1x4(K, A + (long)i * ar, ak, b, ldb, C + (long)i * ldc + j, e, i, j);
+  } else {
+    for (; i < i1; i++) tile_1x1(K, A + (long)i * ar, ak, b, ldb, C + (long)i * ldc + j, e, i, j);
+  }
+}
+
+static int strip_width(int N, int j) { return N - j >= 8 ? 8 : N - j >= 4 ? 4 : 1; }
+
+/* Rows in blocks of 64 so a block of A (64 x K) stays in cache while every column strip of B passes by;
+ * when B is the small operand (K x N under 64 K floats), each strip of B stays in cache instead. */
+#define ROW_BLOCK 64
+
+EXPORT void wk_sgemm(int M, int N, int K, const float *A, int ar, int ak, const float *B, int ldb, float *C,
+                     int ldc, const float *bias, int bias_mode, int act, float lo, float hi) {
+  epilogue e = {bias, bias_mode, act, lo, hi};
+  for (int i0 = 0; i0 < M; i0 += ROW_BLOCK) {
+    int i1 = i0 + ROW_BLOCK < M ? i0 + ROW_BLOCK : M;
+    for (int j = 0; j < N;) {
+      int w = strip_width(N, j);
+      strip(i0, i1, j, w, K, A, ar, ak, B, ldb, C, ldc, &e);
+      j += w;
+    }
+  }
+}
+
+/* --------------------------------------------------------------------------------------------- im2col
+ * The column matrix of a groups-1 convolution, zeros where a tap falls in the padding.
+ * NHWC: cols[n, oh, ow, i, j, c] (one row per output pixel: [pixels, KH*KW*C] x [KH*KW*C, O]).
+ * NCHW: cols[c, i, j, oh, ow] for image n (one row per tap: [O, C*KH*KW] x [C*KH*KW, OH*OW]).
+ */
+
+EXPORT void wk_im2col_nhwc(int N, int H, int W, int C, const float *x, int KH, int KW, int sh, int sw, int dh,
+                           int dw, int pt, int pl, int OH, int OW, float *cols) {
+  for (int n = 0; n < N; n++)
+    for (int oh = 0; oh < OH; oh++)
+      for (int ow = 0; ow < OW; ow++)
+        for (int i = 0; i < KH; i++) {
+          int ih = oh * sh - pt + i * dh;
+          for (int j = 0; j < KW; j++) {
+            int iw = ow * sw - pl + j * dw;
+            if (ih < 0 || ih >= H || iw < 0 || iw >= W) {
+              for (int c = 0; c < C; c++) cols[c] = 0.0f;
+            } else {
+              const float *src = x + (((long)n * H + ih) * W + iw) * C;
+              int c = 0;
+              for (; c + 4 <= C; c += 4) st(cols + c, ld(src + c));
+              for (; c < C; c++) cols[c] = src[c];
+            }
+            cols += C;
+          }
+        }
+}
+
+EXPORT void wk_im2col_nchw(int C, int H, int W, const float *x, int KH, int KW, int sh, int sw, int dh,
+                           int dw, int pt, int pl, int OH, int OW, float *cols) {
+  for (int c = 0; c < C; c++)
+    for (int i = 0; i < KH; i++)
+      for (int j = 0; j < KW; j++)
+        for (int oh = 0; oh < OH; oh++) {
+          int ih = oh * sh - pt + i * dh;
+          float *row = cols + (((long)(c * KH + i) * KW + j) * OH + oh) * OW;
+          if (ih < 0 || ih >= H) {
+            for (int ow = 0; ow < OW; ow++) row[ow] = 0.0f;
+            continue;
+          }
+          const float *src = x + ((long)c * H + ih) * W;
+          for (int ow = 0; ow < OW; ow++) {
+            int iw = ow * sw - pl + j * dw;
+            row[ow] = (iw >= 0 && iw < W) ? src[iw] : 0.0f;
+          }
+        }
+}
+
+/* ------------------------------------------------------------------------------------------- depthwise
+ * One filter tap set per channel (groups == channels, one input channel per group).
+ */
+
+/* NHWC: per output pixel, the channels in vectors; taps outside the input are skipped (zero padding). */
+EXPORT void wk_depthwise_nhwc(int N, int H, int W, int C, const float *x, int KH, int KW, const float *w,
+                              int sh, int sw, int dh, int dw, int pt, int pl, int OH, int OW, float *y,
+                              const float *bias, int act, float lo, float hi) {
+  for (int n = 0; n < N; n++)
+    for (int oh = 0; oh < OH; oh++)
+      for (int ow = 0; ow < OW; ow++) {
+        float *out = y + (((long)n * OH + oh) * OW + ow) * C;
+        int c = 0;
+        for (; c + 8 <= C; c += 8) {
+          v4 s0 = zero4(), s1 = zero4();
+          for (int i = 0; i < KH; i++) {
+            int ih = oh * sh - pt + i * dh;
+            if (ih < 0 || ih >= H) continue;
+            for (int j = 0; j < KW; j++) {
+              int iw = ow * sw - pl + j * dw;
+              if (iw < 0 || iw >= W) continue;
+              const float *src = x + (((long)n * H + ih) * W + iw) * C + c;
+              const float *tap = w + ((long)i * KW + j) * C + c;
+              s0 += ld(src) * ld(tap);
+              s1 += ld(src + 4) * ld(tap + 4);
+            }
+          }
+          if (bias) {
+            s0 += ld(bias + c);
+            s1 += ld(bias + c + 4);
+          }
+          st(out + c, act4(s0, act, lo, hi));
+          st(out + c + 4, act4(s1, act, lo, hi));
+        }
+        for (; c < C; c++) {
+          float s = 0.0f;
+          for (int i = 0; i < KH; i++) {
+            int ih = oh * sh - pt + i * dh;
+            if (ih < 0 || ih >= H) continue;
+            for (int j = 0; j < KW; j++) {
+              int iw = ow * sw - pl + j * dw;
+              if (iw < 0 || iw >= W) continue;
+              s += x[(((long)n * H + ih) * W + iw) * C + c] * w[((long)i * KW + j) * C + c];
+            }
+          }
+          out[c] = act1(s + (bias ? bias[c] : 0.0f), act, lo, hi);
+        }
+      }
+}
+
+/* the output columns [lo, hi) whose tap column j lands inside the input row */
+static void valid_columns(int W, int OW, int sw, int pl, int off, int *lo, int *hi) {
+  /* iw = ow * sw - pl + off must satisfy 0 <= iw < W */
+  int first = pl - off;
+  int a = first <= 0 ? 0 : (first + sw - 1) / sw;
+  int last = W - 1 + pl - off; /* ow * sw <= last */
+  int b = last < 0 ? 0 : last / sw + 1;
+  *lo = a;
+  *hi = b < OW ? b : OW;
+}
+
+/* NCHW: per channel plane and output row, the row is the accumulator; each tap adds a shifted input row,
+ * in vectors along the row when the stride is 1.  Taps in k order (i, j), as the NHWC kernel. */
+EXPORT void wk_depthwise_nchw(int N, int C, int H, int W, const float *x, int KH, int KW, const float *w,
+                              int sh, int sw, int dh, int dw, int pt, int pl, int OH, int OW, float *y,
+                              const float *bias, int act, float lo, float hi) {
+  for (int n = 0; n < N; n++)
+    for (int c = 0; c < C; c++) {
+      const float *plane = x + ((long)n * C + c) * H * W;
+      const float *taps = w + (long)c * KH * KW;
+      float b = bias ? bias[c] : 0.0f;
+      for (int oh = 0; oh < OH; oh++) {
+        float *row = y + (((long)n * C + c) * OH + oh) * OW;
+        for (int ow = 0; ow < OW; ow++) row[ow] = 0.0f;
+        for (int i = 0; i < KH; i++) {
+          int ih = oh * sh - pt + i * dh;
+          if (ih < 0 || ih >= H) continue;
+          const float *src = plane + (long)ih * W;
+          for (int j = 0; j < KW; j++) {
+            int off = j * dw, lo_c, hi_c;
+            valid_columns(W, OW, sw, pl, off, &lo_c, &hi_c);
+            float t = taps[i * KW + j];
+            const float *s = src - pl + off;
+            int ow = lo_c;
+            if (sw == 1) {
+              v4 tv = splat(t);
+              for (; ow + 4 <= hi_c; ow += 4) st(row + ow, ld(row + ow) + ld(s + ow) * tv);
+            }
+            for (; ow < hi_c; ow++) row[ow] += s[(long)ow * sw] * t;
+          }
+        }
+        /* bias after the taps, as in every kernel here (conv2d then add) */
+        int ow = 0;
+        for (; ow + 4 <= OW; ow += 4) st(row + ow, act4(ld(row + ow) + splat(b), act, lo, hi));
+        for (; ow < OW; ow++) row[ow] = act1(row[ow] + b, act, lo, hi);
+      }
+    }
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# `make build` step: compile py_core/kernels/native/webnn_kernels.c twice,
+#   _webnn_kernels.wasm32.so  clang --target=wasm32-unknown-emscripten -msimd128, a Pyodide side module
+#                             (shipped in the core wheel; Pyodide loads it, py_core calls it through ctypes)
+#   _webnn_kernels.host.so    the system C compiler, for CPython (the core tests run the same C code)
+# Needs clang and wasm-ld (Debian: clang, lld); as root with apt-get they are installed when missing.
+# Rebuilds only when the source or this script is newer than an output.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DIR=py_core/kernels/native
+SRC=$DIR/webnn_kernels.c
+WASM=$DIR/_webnn_kernels.wasm32.so
+HOST=$DIR/_webnn_kernels.host.so
+# no fused multiply-add anywhere (wasm SIMD128 has none): the same rounding in both builds
+FLAGS=(-O3 -std=c11 -ffreestanding -fPIC -ffp-contract=off -Wall -Wextra -Werror)
+
+say() { echo "build_native: $*"; }
+
+if ! command -v clang >/dev/null || ! command -v wasm-ld >/dev/null; then
+  if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+    say "installing clang and lld (wasm-ld) with apt-get"
+    apt-get install -y -qq --no-install-recommends clang lld >/dev/null \
+      || { apt-get update -qq && apt-get install -y -qq --no-install-recommends clang lld >/dev/null; }
+  else
+    say "clang and wasm-ld are needed to build the C kernels: apt-get install clang lld (as root)"
+    exit 1
+  fi
+fi
+
+stale() { [[ ! -f "$1" || "$SRC" -nt "$1" || "$0" -nt "$1" ]]; }
+
+if stale "$WASM"; then
+  obj=$(mktemp --suffix=.o)
+  clang --target=wasm32-unknown-emscripten -msimd128 -nostdlib "${FLAGS[@]}" -c "$SRC" -o "$obj"
+  wasm-ld --experimental-pic -shared -o "$WASM" "$obj"
+  rm -f "$obj"
+  say "built $WASM ($(stat -c %s "$WASM") bytes)"
+fi
+if stale "$HOST"; then
+  cc -shared "${FLAGS[@]}" -o "$HOST" "$SRC"
+  say "built $HOST ($(stat -c %s "$HOST") bytes)"
+fi
