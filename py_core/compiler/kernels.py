@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from py_core.kernels import native
 from py_core.kernels.matrix import matmul2d
 
 F32 = np.dtype(np.float32)
@@ -104,6 +105,22 @@ def make_post_op(spec: tuple[Any, ...], constants: dict[int, np.ndarray]) -> Pos
     raise ValueError(f"unknown post-op {name}")
 
 
+def native_epilogue(specs: Sequence[tuple[Any, ...]]) -> tuple[int, float, float, int]:
+    """The C kernels' fused activation for a chain of post-op specs: (act, lo, hi, specs consumed).
+
+    Only the first spec can fuse (it must follow the bias add directly): relu and clamp as a clamp,
+    hardSwish as itself; the rest stay NumPy post-ops on the result."""
+    if specs:
+        name = specs[0][0]
+        if name == "relu":
+            return native.ACT_CLAMP, 0.0, float("inf"), 1
+        if name == "clamp":
+            return native.ACT_CLAMP, float(specs[0][1]), float(specs[0][2]), 1
+        if name == "hardSwish":
+            return native.ACT_HARD_SWISH, 0.0, 0.0, 1
+    return native.ACT_NONE, 0.0, 0.0, 0
+
+
 def with_post_ops(kernel: Callable[..., np.ndarray], posts: Sequence[PostOp]) -> Callable[..., np.ndarray]:
     """Wrap a kernel whose result is a new float32 array: post-ops run on it in place, in order."""
     if not posts:
@@ -157,7 +174,8 @@ class PackedConv2d:
 
     def __init__(self, filter_hwio: np.ndarray, bias: np.ndarray | None, *, padding: Sequence[int],
                  strides: Sequence[int], dilations: Sequence[int], groups: int, layout: str,
-                 out_shape: Sequence[int], posts: Sequence[PostOp]):
+                 out_shape: Sequence[int], posts: Sequence[PostOp],
+                 post_specs: Sequence[tuple[Any, ...]] = ()):
         kh, kw, cg, o = filter_hwio.shape
         self.kh, self.kw, self.o = kh, kw, o
         self.padding, self.strides, self.dilations = tuple(padding), tuple(strides), tuple(dilations)
@@ -182,6 +200,13 @@ class PackedConv2d:
         else:
             b = bias.astype(F32)
             self.bias = b if layout == "nhwc" else np.ascontiguousarray(b.reshape(o, 1, 1))
+        # for the C kernels (py_core.kernels.native): bias as a vector, the first post-op fused, depthwise taps
+        # of a channels-first graph as [C, KH, KW]
+        self.bias_vec = None if bias is None else np.ascontiguousarray(bias.astype(F32).reshape(o))
+        act, lo, hi, used = native_epilogue(post_specs)
+        self.native_act, self.native_posts = (act, lo, hi), self.posts[used:]
+        self.taps_chw = (np.ascontiguousarray(self.w.transpose(2, 0, 1))
+                         if self.mode == "depthwise" and layout == "nchw" else None)
 
     def _taps(self, xp: np.ndarray, oh: int, ow: int, layout: str = "") -> list[tuple[int, int, np.ndarray]]:
         (sh, sw), (dh, dw) = self.strides, self.dilations
@@ -242,7 +267,38 @@ class PackedConv2d:
         # the copy that drops the extra columns; bias and post-ops follow on it in __call__
         return np.ascontiguousarray(wide.reshape(n, c, oh, wp)[:, :, :, :ow])
 
+    def _native(self, x: np.ndarray) -> np.ndarray:
+        """The same convolution through the C kernels: bias and the first activation in the kernel's store."""
+        nhwc = self.layout == "nhwc"
+        act, lo, hi = self.native_act
+        top, left = self.padding[0], self.padding[2]
+        geometry = (self.strides, self.dilations, (top, left))
+        if self.mode == "depthwise":
+            taps = self.w if nhwc else self.taps_chw
+            y = native.depthwise(x, taps, self.layout, *geometry, self.out_shape, self.bias_vec, act, lo, hi)
+        elif nhwc:
+            n, oh, ow, o = self.out_shape
+            a = (x.reshape(-1, x.shape[-1]) if self.mode == "gemm1x1"
+                 else native.im2col_nhwc(x, self.kh, self.kw, *geometry, oh, ow))
+            y = native.sgemm(a, self.w, bias=self.bias_vec, bias_mode=native.BIAS_PER_COL, act=act, lo=lo,
+                             hi=hi).reshape(self.out_shape)
+        else:
+            n, o, oh, ow = self.out_shape
+            c = x.shape[1]
+            y = np.empty(self.out_shape, F32)
+            cols = None if self.mode == "gemm1x1" else np.empty((c * self.kh * self.kw, oh * ow), F32)
+            for b in range(n):
+                src = (x[b].reshape(c, -1) if cols is None
+                       else native.im2col_nchw(x[b], self.kh, self.kw, *geometry, oh, ow, cols))
+                native.sgemm(self.w, src, out=y[b].reshape(o, oh * ow), bias=self.bias_vec,
+                             bias_mode=native.BIAS_PER_ROW, act=act, lo=lo, hi=hi)
+        for p in self.native_posts:
+            p(y)
+        return y
+
     def __call__(self, input: np.ndarray) -> np.ndarray:
+        if native.available():
+            return self._native(np.ascontiguousarray(input, dtype=F32))
         x = input if input.dtype == F32 else input.astype(F32)
         nhwc = self.layout == "nhwc"
         if nhwc:
@@ -328,16 +384,43 @@ class PackedMatmul:
     beta * C and post-ops applied in place."""
 
     def __init__(self, b: np.ndarray, *, a_transpose: bool = False, alpha: float = 1.0,
-                 c: np.ndarray | None = None, posts: Sequence[PostOp] = (), out_shape: Sequence[int] = ()):
+                 c: np.ndarray | None = None, posts: Sequence[PostOp] = (), out_shape: Sequence[int] = (),
+                 post_specs: Sequence[tuple[Any, ...]] = ()):
         self.b = np.ascontiguousarray(b.astype(F32))
         self.a_transpose, self.alpha = a_transpose, np.float32(alpha)
         self.c = None if c is None else c.astype(F32)
         self.posts, self.out_shape = list(posts), tuple(out_shape)
+        # the C product takes C as a bias when it is one row (or a scalar) added after an unscaled product;
+        # the first post-op fuses only right after that add (or right after the product, without C)
+        n = self.b.shape[1]
+        self.bias_vec: np.ndarray | None = None
+        one_row = self.c is None or self.c.size == 1 or (self.c.ndim >= 1 and self.c.shape[-1] == self.c.size == n)
+        fusable = self.alpha == 1 and one_row
+        if self.c is not None and fusable:
+            self.bias_vec = np.ascontiguousarray(np.broadcast_to(self.c.reshape(-1), (n,)), dtype=F32)
+        act, lo, hi, used = native_epilogue(post_specs) if fusable else (native.ACT_NONE, 0.0, 0.0, 0)
+        self.native_fused = fusable
+        self.native_act, self.native_posts = (act, lo, hi), self.posts[used:]
+
+    def _native(self, x: np.ndarray) -> np.ndarray:
+        act, lo, hi = self.native_act
+        y = native.sgemm(x.reshape(-1, x.shape[-1]), self.b, bias=self.bias_vec, bias_mode=native.BIAS_PER_COL,
+                         act=act, lo=lo, hi=hi).reshape(self.out_shape)
+        if not self.native_fused:
+            if self.alpha != 1:
+                np.multiply(y, self.alpha, out=y)
+            if self.c is not None:
+                np.add(y, self.c, out=y)
+        for p in self.native_posts:
+            p(y)
+        return y
 
     def __call__(self, a: np.ndarray) -> np.ndarray:
         x = a if a.dtype == F32 else a.astype(F32)
         if self.a_transpose:
             x = x.T
+        if native.available() and (x.ndim != 2 or native.gemm_ok(x, self.b)):
+            return self._native(np.ascontiguousarray(x) if x.ndim != 2 else x)
         y = matmul2d(x.reshape(-1, x.shape[-1]), self.b).reshape(self.out_shape)
         if self.alpha != 1:
             np.multiply(y, self.alpha, out=y)

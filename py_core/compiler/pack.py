@@ -20,7 +20,7 @@ def _const(prog: Program, ref: Any) -> np.ndarray | None:
     return prog.constants.get(ref) if isinstance(ref, int) else None
 
 
-def _pack_conv2d(prog: Program, node: Node, posts: list[Any]) -> bool:
+def _pack_conv2d(prog: Program, node: Node, posts: list[Any], specs: list[Any]) -> bool:
     o = node.options
     w = _const(prog, node.operands["filter"])
     bias_ref = node.operands.get("bias")
@@ -34,13 +34,13 @@ def _pack_conv2d(prog: Program, node: Node, posts: list[Any]) -> bool:
         return False
     packed = PackedConv2d(hwio, bias, padding=o["padding"], strides=o["strides"], dilations=o["dilations"],
                           groups=groups, layout=o["inputLayout"], out_shape=prog.shape(node.outputs[0]),
-                          posts=posts)
+                          posts=posts, post_specs=specs)
     node.kernel, node.operands, node.options = packed, {"input": node.operands["input"]}, {}
     node.op = f"conv2d[{packed.mode}]"
     return True
 
 
-def _pack_matmul(prog: Program, node: Node, posts: list[Any]) -> bool:
+def _pack_matmul(prog: Program, node: Node, posts: list[Any], specs: list[Any]) -> bool:
     b = _const(prog, node.operands["b"])
     if b is None or b.ndim != 2:
         return False
@@ -56,9 +56,9 @@ def _pack_matmul(prog: Program, node: Node, posts: list[Any]) -> bool:
         beta = np.float32(o["beta"])
         scaled_c = None if c is None else beta * c.astype(np.float32)
         packed = PackedMatmul(b, a_transpose=o["aTranspose"], alpha=float(np.float32(o["alpha"])), c=scaled_c,
-                              posts=posts, out_shape=prog.shape(node.outputs[0]))
+                              posts=posts, out_shape=prog.shape(node.outputs[0]), post_specs=specs)
     else:
-        packed = PackedMatmul(b, posts=posts, out_shape=prog.shape(node.outputs[0]))
+        packed = PackedMatmul(b, posts=posts, out_shape=prog.shape(node.outputs[0]), post_specs=specs)
     node.kernel, node.operands, node.options = packed, {"a": node.operands["a"]}, {}
     node.op = f"{node.op}[packed]"
     return True
@@ -74,7 +74,8 @@ def pack_weights(prog: Program) -> None:
             continue
         specs = node.options.get("_post", [])
         posts = [make_post_op(s, prog.constants) for s in specs]
-        ok = _pack_conv2d(prog, node, posts) if node.op == "conv2d" else _pack_matmul(prog, node, posts)
+        pack = _pack_conv2d if node.op == "conv2d" else _pack_matmul
+        ok = pack(prog, node, posts, specs)
         if ok:
             packed += 1
         elif specs:

@@ -7,13 +7,15 @@ from collections.abc import Callable
 
 import numpy as np
 
+from py_core.kernels import native
 from py_core.kernels.common import wide_type
 
 # Pyodide's NumPy has no BLAS: there np.einsum('ij,jk->ik') measured ~10x faster than np.matmul on large
 # float32 products; on CPython NumPy's matmul calls BLAS and wins.  Swap here only.
 _USE_EINSUM = sys.platform == "emscripten"
 # SciPy's OpenBLAS sgemm, once the worker has loaded SciPy (use_blas): measured 1.5-2.5x einsum on the
-# [M, K] x [K, N] shapes of MobileNetV2 in Pyodide (5.5-7 vs 2-4.7 GFLOP/s)
+# [M, K] x [K, N] shapes of MobileNetV2 in Pyodide (5.5-7 vs 2-4.7 GFLOP/s).  The C kernels come first when
+# built: 13-30 GFLOP/s on the same shapes, 3-4x SciPy (docs/performance.md).
 _SGEMM: Callable[..., np.ndarray] | None = None
 
 
@@ -30,6 +32,11 @@ def blas_enabled() -> bool:
 
 def matmul2d(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The one 2-D product [M, K] x [K, N] every matrix and convolution kernel goes through."""
+    if native.available() and a.dtype == np.float32 and b.dtype == np.float32 and a.size and b.size:
+        # the C SIMD product (py_core.kernels.native) reads B by rows: a copy costs K*N, the product M*K*N
+        rows = b if b.strides[1] == 4 else np.ascontiguousarray(b)
+        if native.gemm_ok(a, rows):
+            return native.sgemm(a, rows)
     if _SGEMM is not None and a.dtype == np.float32 and b.dtype == np.float32 and a.size and b.size:
         # C-order [M, K] is Fortran-order [K, M]: B^T A^T = (A B)^T, Fortran-ordered, is A B in C order
         return _SGEMM(1.0, b.T, a.T).T
