@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SOURCE_SUFFIXES = (".py", ".json")
+# the C kernels' Pyodide side module (scripts/build_native.sh); the host build for CPython stays out
+NATIVE_SUFFIX = ".wasm32.so"
 TAG = "py3-none-any"
 # A fixed timestamp makes the wheel bytes (and so its hash) depend on the sources alone.
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
@@ -64,13 +66,13 @@ def read_project_meta(pyproject: Path) -> ProjectMeta:
 
 
 def source_files(pkg_dir: Path) -> list[Path]:
-    """The package's .py and .json files, sorted, skipping caches and hidden directories."""
+    """The package's .py and .json files and the wasm C kernels, sorted, skipping caches and hidden directories."""
     if not pkg_dir.is_dir():
         return []
     found = [
         p
         for p in pkg_dir.rglob("*")
-        if p.suffix in SOURCE_SUFFIXES
+        if (p.suffix in SOURCE_SUFFIXES or p.name.endswith(NATIVE_SUFFIX))
         and p.is_file()
         and not any(part == "__pycache__" or part.startswith(".") for part in p.relative_to(pkg_dir).parts)
     ]

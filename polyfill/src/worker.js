@@ -13,11 +13,12 @@ function progress(stage, message) {
 }
 
 // Worker URL switches for comparisons: ?compiler=0 runs graphs as built (no py_core.compiler passes),
-// ?blas=0 never loads SciPy's BLAS.
+// ?native=0 keeps the C kernels (py_core/kernels/native) off, ?blas=0 never loads SciPy's BLAS.
 const switches = new URL(self.location.href).searchParams;
 let blas = switches.get('blas') === '0' ? 'off' : 'idle';
 
-// A graph with enough product work asks for SciPy's OpenBLAS sgemm: load it once (19 MB), then switch.
+// A graph with enough product work asks for SciPy's OpenBLAS sgemm when the C kernels are off or missing:
+// load it once (19 MB), then switch.
 async function maybeLoadBlas(info) {
   if (blas !== 'idle' || !info || !info.get('wantsBlas')) return;
   blas = 'loading';
@@ -36,9 +37,11 @@ async function maybeLoadBlas(info) {
 
 async function init(msg) {
   const {loadPyodide, version} = await import(msg.pyodideURL + 'pyodide.mjs');
-  const env = switches.get('compiler') === '0' ? {PYODIDE_WEBNN_COMPILER: '0'} : {};
+  const env = {};
+  if (switches.get('compiler') === '0') env.PYODIDE_WEBNN_COMPILER = '0';
+  if (switches.get('native') === '0') env.PYODIDE_WEBNN_NATIVE = '0';
   // The page stores the snapshot (of a bare interpreter); a snapshot carries its environment, so the
-  // compiler switch boots without one.
+  // switches boot without one.
   const started = await startPyodide(loadPyodide, version,
     {indexURL: msg.pyodideURL, stdout: () => {}, stderr: () => {}, env}, {use: !Object.keys(env).length});
   pyodide = started.py;

@@ -20,6 +20,7 @@ from py_core.bridge.jsonnum import loads
 from py_core.builder import graph_from_json, parse_descriptor
 from py_core.compiler.stats import BLAS_MIN_FLOPS, product_flops
 from py_core.errors import InvalidStateError, OperationError, WebNNError, WebNNTypeError
+from py_core.kernels import native
 from py_core.kernels.matrix import blas_enabled
 from py_core.runtime.executor import Executable, check_inputs, prepare
 from py_core.types import OperandDescriptor
@@ -69,7 +70,8 @@ class WorkerHost:
         self.graphs[graph_id] = (context, exe)
         flops = product_flops(graph)
         return {"operations": len(graph.operations), "steps": len(exe.steps), "flops": flops,
-                "wantsBlas": flops >= BLAS_MIN_FLOPS and not blas_enabled()}
+                # the C kernels' product is 3-4x SciPy's wasm OpenBLAS: with them, SciPy is never worth loading
+                "wantsBlas": flops >= BLAS_MIN_FLOPS and not blas_enabled() and not native.available()}
 
     def destroy_graph(self, graph_id: int) -> None:
         self.graphs.pop(graph_id, None)
@@ -158,8 +160,10 @@ class WorkerHost:
         self.tensors = {k: v for k, v in self.tensors.items() if v.context != context}
 
     def stats(self) -> dict[str, int]:
+        """Counts for tests and the bench: live graphs and tensors, tensor bytes, C kernels loaded (0/1)."""
         return {"graphs": len(self.graphs), "tensors": len(self.tensors),
-                "tensorBytes": int(sum(s.array.nbytes for s in self.tensors.values()))}
+                "tensorBytes": int(sum(s.array.nbytes for s in self.tensors.values())),
+                "native": int(native.available())}
 
 
 def safe_call(fn: Callable[..., Any], *args: Any) -> list[Any]:
