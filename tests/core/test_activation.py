@@ -207,6 +207,68 @@ def test_clamp_bound_casting(dtype, x, opts, want):
     np.testing.assert_array_equal(got, np.array(want, dtype=dtype))  # exact, NaN == NaN
 
 
+# ------------------------------------------------------------------ clamp: MLNumber bounds cast to the input type
+# The cast rule (py_core/spec/mlnumber.py): NaN -> 0, truncate toward zero as the WPT mlNumber vectors expect
+# (the spec's ConvertToInt would round half to even), saturate to the type's range.  Each case gives the
+# integer a value truncates to, written out by hand; saturation is applied per type below.
+MLNUMBER_TRUNCATED = [
+    (2.5, 2), (-2.5, -2), (2.7, 2), (-2.7, -2), (3.5, 3), (0.9999, 0), (-0.0, 0),
+    (math.inf, 2**80), (-math.inf, -(2**80)), (1e30, 2**80), (-1e30, -(2**80)),  # 2**80: beyond every type
+    (300, 300), (-129, -129), (2**32, 2**32), (-(2**31) - 1, -(2**31) - 1),
+    (4294967295.9, 4294967295), (-2147483648.7, -2147483648),  # half-even rounding would give 2**32, -2**31-1
+    (2**63, 2**63), (2**64 + 5, 2**64 + 5), (-(2**63) - 1, -(2**63) - 1),  # bigints
+]
+MLNUMBER_INT_TYPES = ["int8", "uint8", "int32", "uint32", "int64", "uint64"]
+
+
+def _run_clamp(x: np.ndarray, **options) -> list[int]:
+    from py_core.runtime.executor import prepare
+
+    b = GraphBuilder()
+    out = b.clamp(b.input("x", {"dataType": x.dtype.name, "shape": list(x.shape)}), **options)
+    got = prepare(b.build({"y": out})).run({"x": x})["y"]
+    assert got.dtype == x.dtype
+    return [int(v) for v in got.tolist()]  # exact for int64/uint64
+
+
+@pytest.mark.parametrize("dtype", MLNUMBER_INT_TYPES)
+@pytest.mark.parametrize("value, truncated", MLNUMBER_TRUNCATED, ids=repr)
+def test_clamp_mlnumber_cast_to_integer_types(dtype, value, truncated):
+    info = np.iinfo(dtype)
+    lo, hi = int(info.min), int(info.max)
+    bound = min(max(truncated, lo), hi)
+    xs = sorted({lo, lo + 1, 0, 1, 2, 3, 4, 300 % (hi + 1), hi - 1, hi})
+    x = np.array(xs, dtype=dtype)
+    assert _run_clamp(x, minValue=value) == [max(v, bound) for v in xs]
+    assert _run_clamp(x, maxValue=value) == [min(v, bound) for v in xs]
+    assert _run_clamp(x, minValue=value, maxValue=value) == [bound] * len(xs)
+
+
+@pytest.mark.parametrize("dtype", MLNUMBER_INT_TYPES)
+def test_clamp_nan_bound_is_open_for_integer_types(dtype):
+    """NaN is not cast to 0 here: clamp treats a NaN bound as absent (WPT "minValue as NaN")."""
+    info = np.iinfo(dtype)
+    xs = [int(info.min), 0, 3, int(info.max)]
+    x = np.array(xs, dtype=dtype)
+    assert _run_clamp(x, minValue=math.nan) == xs
+    assert _run_clamp(x, maxValue=math.nan) == xs
+    assert _run_clamp(x, minValue=math.nan, maxValue=2) == [min(v, 2) for v in xs]
+
+
+@pytest.mark.parametrize("dtype, value, want", [
+    ("int8", 2.7, 2), ("int8", -2.7, -2), ("uint8", -2.5, 0), ("int32", math.inf, 2**31 - 1),
+    ("uint32", -math.inf, 0), ("int64", 1e300, 2**63 - 1), ("uint64", 2**64 + 5, 2**64 - 1),
+    ("float16", 2.7, float(np.float16(2.7))), ("float16", 65520.0, math.inf), ("float16", -1e-8, -0.0),
+    ("float32", 1e39, math.inf), ("float32", 2**60 + 2**36 + 1, float(2**60 + 2**37)),  # one rounding, not two
+])
+def test_clamp_records_the_cast_bounds(dtype, value, want):
+    b = GraphBuilder()
+    b.clamp(b.input("x", {"dataType": dtype, "shape": [1]}), minValue=value, maxValue=value)
+    opts = b.graph.operations[0].options
+    assert opts["minValue"] == opts["maxValue"] == want and type(opts["minValue"]) is type(want)
+    assert math.copysign(1, opts["minValue"]) == math.copysign(1, want)  # -0.0 stays -0.0 for floats
+
+
 # ------------------------------------------------------------------------------------------ prelu, softmax
 def _broadcastable_pair(rng: np.random.Generator) -> tuple[tuple[int, ...], tuple[int, ...]]:
     out = random_shape(rng)

@@ -285,6 +285,21 @@ def test_defaults_filled_and_epsilon_cast():
     assert b.graph.operations[0].options == {"layout": "nchw", "epsilon": float(np.float32(1e-5))}
 
 
+@pytest.mark.parametrize("dtype, epsilon, want", [
+    ("float32", 1e-5, float(np.float32(1e-5))), ("float16", 1e-5, float(np.float16(1e-5))),
+    ("float16", 2.7, float(np.float16(2.7))), ("float16", 1e-8, 0.0),  # below half the smallest subnormal
+    ("float16", 3e-8, float(np.float16(2**-24))), ("float32", 1e-46, 0.0), ("float32", 0.0, 0.0),
+    ("float16", 70000.0, float("inf")),  # finite as a double, past float16's largest value: Infinity
+])
+def test_epsilon_is_cast_like_other_mlnumber_options(dtype, epsilon, want):
+    """epsilon (a double) goes through the same cast as clamp's bounds and pad's value (py_core/spec/mlnumber.py):
+    nearest value of the input type, ties to even, overflow to Infinity."""
+    for op, descs in [(BN, {"input": (dtype, [2, 3]), "mean": (dtype, [3]), "variance": (dtype, [3])}),
+                      (IN, {"input": (dtype, [1, 2, 2, 2])}), (LN, {"input": (dtype, [2, 3])})]:
+        b, _ = build(op, descs, epsilon=epsilon)
+        assert b.graph.operations[0].options["epsilon"] == want, op
+
+
 @pytest.mark.parametrize("op, descs, options", [
     (BN, {"input": ("float16", [5]), "mean": ("float16", [5]), "variance": ("float16", [5])}, {"axis": 0}),
     (BN, {"input": X4, "mean": ("float32", [5]), "variance": ("float32", [5]), "scale": ("float32", [5]),

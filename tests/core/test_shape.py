@@ -168,6 +168,61 @@ def test_pad_value_is_cast_to_input_type(value, dtype, expected):
     assert out[0] == np.array(expected).astype(dtype) and out[1] == 0
 
 
+# The pad value follows the same cast as clamp's bounds (py_core/spec/mlnumber.py): truncate toward zero (the
+# WPT mlNumber vectors; the spec's ConvertToInt rounds half to even), NaN -> 0, saturate.  Expected values
+# are written out per type: int8, uint8, int32, uint32, int64, uint64.
+_I8, _U8, _I32, _U32, _I64, _U64 = ((-(2**(n - 1)), 2**(n - 1) - 1) for n in (8, 8, 32, 32, 64, 64))
+_PAD_INT_TYPES = ["int8", "uint8", "int32", "uint32", "int64", "uint64"]
+_PAD_INT_CASES = [
+    (2.5, [2, 2, 2, 2, 2, 2]),
+    (-2.5, [-2, 0, -2, 0, -2, 0]),
+    (2.7, [2, 2, 2, 2, 2, 2]),
+    (-2.7, [-2, 0, -2, 0, -2, 0]),
+    (3.5, [3, 3, 3, 3, 3, 3]),
+    (math.nan, [0, 0, 0, 0, 0, 0]),
+    (math.inf, [127, 255, 2**31 - 1, 2**32 - 1, 2**63 - 1, 2**64 - 1]),
+    (-math.inf, [-128, 0, -(2**31), 0, -(2**63), 0]),
+    (300, [127, 255, 300, 300, 300, 300]),
+    (-129.9, [-128, 0, -129, 0, -129, 0]),
+    (1e10, [127, 255, 2**31 - 1, 2**32 - 1, 10**10, 10**10]),
+    (-1e30, [-128, 0, -(2**31), 0, -(2**63), 0]),
+    (4294967295.9, [127, 255, 2**31 - 1, 2**32 - 1, 4294967295, 4294967295]),
+    (2**63, [127, 255, 2**31 - 1, 2**32 - 1, 2**63 - 1, 2**63]),
+    (-(2**63) - 1, [-128, 0, -(2**31), 0, -(2**63), 0]),
+    (2**64 + 5, [127, 255, 2**31 - 1, 2**32 - 1, 2**63 - 1, 2**64 - 1]),
+]
+
+
+def _pad_one(value, dtype: str) -> np.ndarray:
+    """pad([0], [1], [0], value) through the builder and the executor: [cast(value), 0]."""
+    from py_core.runtime.executor import prepare
+
+    b = GraphBuilder()
+    out = b.pad(b.input("x", {"dataType": dtype, "shape": [1]}), [1], [0], value=value)
+    got = prepare(b.build({"y": out})).run({"x": np.zeros([1], dtype=dtype)})["y"]
+    assert got.dtype == np.dtype(dtype) and got.shape == (2,) and got[1] == 0
+    return got
+
+
+@pytest.mark.parametrize("value, wants", _PAD_INT_CASES, ids=[repr(c[0]) for c in _PAD_INT_CASES])
+def test_pad_value_cast_to_integer_types(value, wants):
+    for dtype, want in zip(_PAD_INT_TYPES, wants, strict=True):
+        assert int(_pad_one(value, dtype)[0]) == want, (value, dtype)
+
+
+@pytest.mark.parametrize("value, dtype, want", [
+    (2.7, "float32", np.float32(2.7)), (2.7, "float16", np.float16(2.7)), (math.nan, "float16", np.float16("nan")),
+    (math.inf, "float32", np.float32("inf")), (-math.inf, "float16", np.float16("-inf")),
+    (1e39, "float32", np.float32("inf")), (-65520.0, "float16", np.float16("-inf")),  # ties past max: Infinity
+    (65519.9, "float16", np.float16(65504)), (-1e-8, "float16", np.float16(-0.0)),
+    (2**60 + 2**36 + 1, "float32", np.float32(2**60 + 2**37)),  # a bigint is rounded once, not via double
+    (10**400, "float32", np.float32("inf")),
+])
+def test_pad_value_cast_to_float_types(value, dtype, want):
+    got = _pad_one(value, dtype)[:1]
+    assert got.tobytes() == np.array([want], dtype=dtype).tobytes()  # bit-exact: NaN and -0.0 included
+
+
 @pytest.mark.parametrize("dtype,seed", CASES)
 def test_split(dtype, seed):
     rng = np.random.default_rng(seed)
