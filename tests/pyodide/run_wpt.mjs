@@ -1,6 +1,9 @@
 // Run the WPT conformance runner (py_core.testing.wpt) inside Pyodide under Node and print JSON results.
 //
-//   node tests/pyodide/run_wpt.mjs [--op NAME] [--data DIR] [--assets DIR]
+//   node tests/pyodide/run_wpt.mjs [--op NAME] [--data DIR] [--assets DIR] [--native]
+//
+// --native runs py_core.testing.native_check (the wasm build of the C kernels against float64 formulas)
+// instead of the WPT cases and prints {"timings", "native", "checks"}.
 //
 // The Pyodide core and its NumPy wheel come from the asset cache that `python scripts/fetch_assets.py` fills:
 // $PYODIDE_WEBNN_CACHE/pyodide-0.27.7/ (default ~/.cache/pyodide-webnn/pyodide-0.27.7/), or --assets DIR.
@@ -17,12 +20,13 @@ const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, "..", "..");
 
 function parseArgs(argv) {
-  const out = { op: null, data: join(repo, "tests", "data", "wpt"), assets: null };
+  const out = { op: null, data: join(repo, "tests", "data", "wpt"), assets: null, native: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === "--op") out.op = argv[++i];
     else if (a === "--data") out.data = resolve(argv[++i]);
     else if (a === "--assets") out.assets = resolve(argv[++i]);
+    else if (a === "--native") out.native = true;
     else throw new Error(`unknown argument ${a}`);
   }
   return out;
@@ -54,11 +58,19 @@ async function main() {
   const dataInRepo = "/repo/" + args.data.slice(repo.length).replace(/^\/+/, "");
   pyodide.globals.set("WPT_DATA", dataInRepo);
   pyodide.globals.set("WPT_OP", args.op);
-  const reportJson = await pyodide.runPythonAsync(`
+  const reportJson = await pyodide.runPythonAsync(args.native ? `
+import sys, json
+sys.dont_write_bytecode = True
+sys.path.insert(0, "/repo")
+from py_core.kernels import native
+from py_core.testing import native_check
+json.dumps({"native": native.available(), "checks": native_check.check_all() if native.available() else []})
+` : `
 import sys, json, platform
 sys.dont_write_bytecode = True  # never write __pycache__ into the mounted repository
 sys.path.insert(0, "/repo")
 import numpy
+from py_core.kernels import native
 from py_core.testing import wpt
 _results = wpt.run_dir(WPT_DATA, WPT_OP)
 _ops = wpt.operator_files(WPT_DATA)
@@ -67,6 +79,7 @@ if WPT_OP:
 _report = wpt.report(_results, _ops)
 _report["python"] = platform.python_version()
 _report["numpy"] = numpy.__version__
+_report["native"] = native.available()
 json.dumps(_report)
 `);
   const t3 = performance.now();

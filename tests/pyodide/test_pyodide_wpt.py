@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from py_core.testing import wpt
+from py_core.testing import native_check, wpt
 
 pytestmark = pytest.mark.pyodide
 
@@ -55,7 +55,21 @@ def pyodide_report() -> dict:  # type: ignore[type-arg]
 def test_pyodide_runs_every_case(pyodide_report: dict) -> None:  # type: ignore[type-arg]
     assert pyodide_report["python"].startswith("3.12")
     assert pyodide_report["numpy"] == "2.0.2"
+    # the wasm C kernels (make build) ran the compiled conv2d/gemm/matmul cases, as in the browser's worker
+    assert pyodide_report["native"], "py_core/kernels/native/_webnn_kernels.wasm32.so did not load in Pyodide"
     assert len(pyodide_report["results"]) == len(wpt.load_dir(DATA))
+
+
+def test_wasm_c_kernels_match_float64(pyodide_report: dict) -> None:  # type: ignore[type-arg]
+    """The wasm build of the C kernels against float64 formulas (py_core.testing.native_check), in Pyodide."""
+    proc = subprocess.run([shutil.which("node") or "node", str(RUNNER), "--native"], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"run_wpt.mjs --native failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
+    report = json.loads(proc.stdout)
+    assert report["native"]
+    assert len(report["checks"]) == len(list(native_check.cases()))
+    bad = [c for c in report["checks"] if not c["error"] <= c["tolerance"]]
+    assert not bad, bad[:10]
 
 
 def test_pyodide_pass_list_equals_cpython(pyodide_report: dict) -> None:  # type: ignore[type-arg]

@@ -1,0 +1,162 @@
+"""Oracle checks of the C kernels (py_core.kernels.native) against float64 NumPy formulas.
+
+Shared by tests/core/test_native_kernels.py (the host build, under pytest) and tests/pyodide (the wasm build,
+run inside Pyodide by `run_wpt.mjs --native`, where pytest is not available): `check_all()` runs every case
+and returns its error next to its tolerance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from py_core.kernels import native
+
+GEMM_SHAPES = [(1, 1, 1), (4, 8, 3), (5, 9, 17), (7, 3, 2), (64, 64, 64), (65, 130, 33), (3, 1000, 1280),
+               (200, 12, 5)]
+GEMM_LAYOUTS = ["plain", "a_transposed", "b_strided"]
+EPILOGUES = [(native.ACT_NONE, 0.0, 0.0), (native.ACT_CLAMP, 0.0, 6.0), (native.ACT_CLAMP, -0.5, float("inf")),
+             (native.ACT_HARD_SWISH, 0.0, 0.0)]
+CONV_CASES = [  # (n, c, h, w, kh, kw, strides, dilations, padding top/bottom/left/right)
+    (1, 8, 9, 11, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
+    (2, 5, 10, 7, 3, 3, (2, 2), (1, 1), (0, 1, 0, 1)),
+    (1, 16, 14, 14, 5, 5, (1, 1), (1, 1), (2, 2, 2, 2)),
+    (1, 12, 13, 13, 3, 3, (1, 2), (2, 1), (2, 0, 1, 3)),
+    (1, 3, 6, 6, 1, 1, (1, 1), (1, 1), (0, 0, 0, 0)),
+    (1, 20, 17, 19, 3, 3, (2, 2), (1, 1), (1, 1, 1, 1)),
+]
+
+
+def tolerance(k: int) -> float:
+    """Relative and absolute bound for float32 sums of k products taken in k order."""
+    return 4 * k * float(np.finfo(np.float32).eps)
+
+
+def error(got: np.ndarray, want: np.ndarray) -> float:
+    """Largest |got - want| / (1 + |want|): one number to compare with `tolerance`."""
+    return float(np.max(np.abs(got.astype(np.float64) - want) / (1 + np.abs(want)))) if want.size else 0.0
+
+
+def act_ref(y: np.ndarray, act: int, lo: float, hi: float) -> np.ndarray:
+    """The post-op of a C kernel's store, in float64."""
+    if act == native.ACT_CLAMP:
+        return np.clip(y, lo, hi)
+    if act == native.ACT_HARD_SWISH:
+        return y * np.clip(y + 3, 0, 6) / 6
+    return y
+
+
+def conv_ref(x: np.ndarray, w_oihw: np.ndarray, strides: tuple[int, int], dil: tuple[int, int],
+             pad: tuple[int, int, int, int], groups: int) -> np.ndarray:
+    """NCHW conv2d in float64 by its definition: a sum over taps of shifted input slices."""
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w_oihw.shape
+    t, b, l, r = pad
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (t, b), (l, r)))
+    oh = (h + t + b - dil[0] * (kh - 1) - 1) // strides[0] + 1
+    ow = (wd + l + r - dil[1] * (kw - 1) - 1) // strides[1] + 1
+    y = np.zeros((n, o, oh, ow))
+    og = o // groups
+    for g in range(groups):
+        for i in range(kh):
+            for j in range(kw):
+                rows = slice(i * dil[0], i * dil[0] + (oh - 1) * strides[0] + 1, strides[0])
+                cols = slice(j * dil[1], j * dil[1] + (ow - 1) * strides[1] + 1, strides[1])
+                patch = xp[:, g * cg:(g + 1) * cg, rows, cols]
+                y[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch,
+                                                       w_oihw[g * og:(g + 1) * og, :, i, j].astype(np.float64))
+    return y
+
+
+def gemm_case(rng: np.random.Generator, shape: tuple[int, int, int], layout: str) -> tuple[float, float]:
+    """(error, tolerance) of one plain product; A column-major or B with padded rows by layout."""
+    m, n, k = shape
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    if layout == "a_transposed":
+        a = np.asfortranarray(a)  # row stride 1, column stride m
+    elif layout == "b_strided":
+        b = np.pad(b, ((0, 0), (0, 5)))[:, :n]  # rows of B further apart than n
+    return error(native.sgemm(a, b), a.astype(np.float64) @ b.astype(np.float64)), tolerance(k)
+
+
+def epilogue_case(rng: np.random.Generator, bias_mode: int, act: int, lo: float, hi: float) -> tuple[float, float]:
+    """(error, tolerance) of a product with a bias per row or column and a fused activation."""
+    m, n, k = 13, 21, 9
+    a = (rng.standard_normal((m, k)) * 2).astype(np.float32)
+    b = (rng.standard_normal((k, n)) * 2).astype(np.float32)
+    bias = rng.standard_normal(m if bias_mode == native.BIAS_PER_ROW else n).astype(np.float32)
+    got = native.sgemm(a, b, bias=bias, bias_mode=bias_mode, act=act, lo=lo, hi=hi)
+    y = a.astype(np.float64) @ b.astype(np.float64)
+    y += bias[:, None] if bias_mode == native.BIAS_PER_ROW else bias[None, :]
+    return error(got, act_ref(y, act, lo, hi)), tolerance(k)
+
+
+def depthwise_case(rng: np.random.Generator, case: tuple[Any, ...], layout: str) -> tuple[float, float]:
+    """(error, tolerance) of a depthwise conv2d with bias and relu6, in either layout."""
+    n, c, h, w, kh, kw, strides, dil, pad = case
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    filt = rng.standard_normal((c, 1, kh, kw)).astype(np.float32)
+    bias = rng.standard_normal(c).astype(np.float32)
+    want = act_ref(conv_ref(x, filt, strides, dil, pad, c) + bias[None, :, None, None], native.ACT_CLAMP, 0, 6)
+    if layout == "nhwc":
+        xin = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+        taps = np.ascontiguousarray(filt[:, 0].transpose(1, 2, 0))
+        out_shape: tuple[int, ...] = (n, want.shape[2], want.shape[3], c)
+    else:
+        xin, taps, out_shape = x, np.ascontiguousarray(filt[:, 0]), want.shape
+    got = native.depthwise(xin, taps, layout, strides, dil, (pad[0], pad[2]), out_shape, bias,
+                           native.ACT_CLAMP, 0.0, 6.0)
+    if layout == "nhwc":
+        got = got.transpose(0, 3, 1, 2)
+    return error(got, want), tolerance(kh * kw)
+
+
+def im2col_case(rng: np.random.Generator, case: tuple[Any, ...], layout: str) -> tuple[float, float]:
+    """(error, tolerance) of a groups-1 conv2d as im2col followed by the product, in either layout."""
+    n, c, h, w, kh, kw, strides, dil, pad = case
+    o = 6
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    filt = rng.standard_normal((o, c, kh, kw)).astype(np.float32)
+    want = conv_ref(x, filt, strides, dil, pad, 1)
+    oh, ow = want.shape[2:]
+    if layout == "nhwc":
+        cols = native.im2col_nhwc(np.ascontiguousarray(x.transpose(0, 2, 3, 1)), kh, kw, strides, dil,
+                                  (pad[0], pad[2]), oh, ow)
+        wmat = np.ascontiguousarray(filt.transpose(2, 3, 1, 0).reshape(kh * kw * c, o))
+        got = native.sgemm(cols, wmat).reshape(n, oh, ow, o).transpose(0, 3, 1, 2)
+    else:
+        got = np.empty(want.shape, np.float32)
+        colbuf = np.empty((c * kh * kw, oh * ow), np.float32)
+        wmat = np.ascontiguousarray(filt.reshape(o, c * kh * kw))
+        for b in range(n):
+            native.im2col_nchw(x[b], kh, kw, strides, dil, (pad[0], pad[2]), oh, ow, colbuf)
+            got[b] = native.sgemm(wmat, colbuf).reshape(o, oh, ow)
+    return error(got, want), tolerance(c * kh * kw)
+
+
+def cases() -> Iterator[tuple[str, Any]]:
+    """Every check as (name, zero-argument function returning (error, tolerance))."""
+    rng = np.random.default_rng(7)
+    for shape in GEMM_SHAPES:
+        for layout in GEMM_LAYOUTS:
+            yield f"sgemm {shape} {layout}", lambda s=shape, lay=layout: gemm_case(rng, s, lay)
+    for mode in (native.BIAS_PER_ROW, native.BIAS_PER_COL):
+        for act, lo, hi in EPILOGUES:
+            yield f"epilogue bias{mode} act{act} [{lo}, {hi}]", \
+                lambda m=mode, a=act, lo_=lo, hi_=hi: epilogue_case(rng, m, a, lo_, hi_)
+    for case in CONV_CASES:
+        for layout in ("nchw", "nhwc"):
+            yield f"depthwise {case} {layout}", lambda c=case, lay=layout: depthwise_case(rng, c, lay)
+            yield f"im2col {case} {layout}", lambda c=case, lay=layout: im2col_case(rng, c, lay)
+
+
+def check_all() -> list[dict[str, Any]]:
+    """Run every case: [{"case", "error", "tolerance"}]."""
+    out = []
+    for name, fn in cases():
+        err, tol = fn()
+        out.append({"case": name, "error": err, "tolerance": tol})
+    return out
