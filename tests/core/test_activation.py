@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers import assert_close_ulps, conformance_cases, decode_wpt, run_op, t64
 
 from py_core.builder import GraphBuilder, graph_from_json
 from py_core.errors import WebNNTypeError
@@ -22,16 +22,7 @@ FLOATS = [F32, F16]
 SIGNED = FLOATS + [np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.int8)]
 INTS = [np.dtype(t) for t in (np.int32, np.uint32, np.int64, np.uint64, np.int8, np.uint8)]
 SEEDS = range(3)
-WPT = Path("/work/shared/wpt-cases/conformance")
 SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 30.0, -30.0, 100.0, -100.0, 1e4, -1e4, 1e-6, -1e-6]
-
-
-def run(op: str, inputs: dict[str, np.ndarray], label: str = "", **options):
-    """Build inputs -> op -> output and run it through the executor (which checks dtype and shape)."""
-    b = GraphBuilder()
-    args = {k: b.input(k, {"dataType": v.dtype.name, "shape": list(v.shape)}) for k, v in inputs.items()}
-    out = b.call(op, {**args, **options}, label)
-    return prepare(b.build({"y": out})).run(inputs)["y"]
 
 
 def random_shape(rng: np.random.Generator, min_rank: int = 0) -> tuple[int, ...]:
@@ -49,27 +40,6 @@ def random_input(rng: np.random.Generator, dtype: np.dtype, shape: tuple[int, ..
         mask = np.asarray(rng.random(shape) < 0.3)
         x[mask] = rng.choice(SPECIALS, size=int(mask.sum()))
     return x.astype(dtype)
-
-
-def assert_close(actual: np.ndarray, expected: np.ndarray, ulps: float, atol: float | np.ndarray = 0.0):
-    """`expected` is float64; it is rounded once to the output type, then compared within `ulps` units in the
-    last place (plus `atol`).  NaN and infinities must match exactly."""
-    dt = actual.dtype
-    want = np.asarray(expected, np.float64).astype(dt).astype(np.float64)
-    got = actual.astype(np.float64)
-    assert got.shape == want.shape
-    assert np.array_equal(np.isnan(got), np.isnan(want)), (got, want)
-    inf = np.isinf(got) | np.isinf(want)
-    assert np.array_equal(got[inf], want[inf]), (got[inf], want[inf])
-    fin = ~(inf | np.isnan(want))
-    spacing = np.spacing(np.abs(want[fin]).astype(dt)).astype(np.float64)
-    tol = np.broadcast_to(atol, want.shape)[fin] + ulps * spacing
-    err = np.abs(got[fin] - want[fin])
-    assert (err <= tol).all(), f"max error {np.max(err - tol, initial=0)} over tolerance\n{got}\n{want}"
-
-
-def t64(x: np.ndarray) -> torch.Tensor:
-    return torch.from_numpy(np.asarray(x, np.float64))
 
 
 # -------------------------------------------------------------------------------- element-wise activations
@@ -103,7 +73,7 @@ def test_unary_against_torch(op, dtype, seed):
     rng = np.random.default_rng(seed)
     x = random_input(rng, dtype, random_shape(rng))
     opts = sampler(rng) if seed else {}  # seed 0 exercises the spec defaults
-    got = run(op, {"input": x}, **opts)
+    got = run_op(op, {"input": x}, **opts)
     expected = oracle(t64(x), _cast_options(opts, dtype)).numpy()
     atol = 0.0
     if op in ("linear", "hardSigmoid"):
@@ -112,7 +82,7 @@ def test_unary_against_torch(op, dtype, seed):
             {"alpha": 0.2, "beta": 0.5, **_cast_options(opts, dtype)}
         terms = np.abs(o["alpha"] * x.astype(np.float64)) + abs(o["beta"])
         atol = np.nan_to_num(np.finfo(dtype).eps * terms, posinf=0.0)
-    assert_close(got, expected, ulps32 if dtype == F32 else 1, atol)
+    assert_close_ulps(got, expected, ulps32 if dtype == F32 else 1, atol)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -121,7 +91,7 @@ def test_gelu_against_torch(dtype, seed):
     pytest.importorskip("py_core.kernels.mathfn")
     rng = np.random.default_rng(seed)
     x = random_input(rng, dtype, random_shape(rng))
-    assert_close(run("gelu", {"input": x}), F.gelu(t64(x)).numpy(), 4 if dtype == F32 else 1)
+    assert_close_ulps(run_op("gelu", {"input": x}), F.gelu(t64(x)).numpy(), 4 if dtype == F32 else 1)
 
 
 @pytest.mark.parametrize("dtype", SIGNED, ids=str)
@@ -129,9 +99,9 @@ def test_gelu_against_torch(dtype, seed):
 def test_relu(dtype, seed):
     rng = np.random.default_rng(seed)
     x = random_input(rng, dtype, random_shape(rng))
-    got = run("relu", {"input": x})
+    got = run_op("relu", {"input": x})
     if dtype.kind == "f":
-        assert_close(got, torch.relu(t64(x)).numpy(), 0)
+        assert_close_ulps(got, torch.relu(t64(x)).numpy(), 0)
     else:  # exact, including int64 extremes
         assert got.dtype == dtype
         assert [int(v) for v in got.ravel().tolist()] == [max(int(v), 0) for v in x.ravel().tolist()]
@@ -141,15 +111,15 @@ def test_extreme_values_are_finite_and_exact():
     """Stable formulas: no overflow at the float32 range ends, and exact limits at infinity."""
     x = np.array([-np.inf, -1e30, -104.0, -88.0, 0.0, 88.0, 104.0, 1e30, np.inf], np.float32)
     want = [0, 0, 0, pytest.approx(6.05e-39, rel=1e-2), 0.5, 1, 1, 1, 1]
-    assert run("sigmoid", {"input": x}).tolist() == want
-    sp = run("softplus", {"input": x})
+    assert run_op("sigmoid", {"input": x}).tolist() == want
+    sp = run_op("softplus", {"input": x})
     assert sp[0] == 0 and sp[-1] == np.inf and sp[-2] == np.float32(1e30) and np.isfinite(sp[1:-1]).all()
     # softsign and hardSwish follow the spec formulas literally: inf/inf and -inf * 0 are NaN
-    assert np.isnan(run("softsign", {"input": x})[[0, -1]]).all()
-    assert run("softsign", {"input": x})[[1, -2]].tolist() == [-1, 1]
-    assert np.isnan(run("hardSwish", {"input": x})[0]) and run("hardSwish", {"input": x})[-1] == np.inf
-    assert run("elu", {"input": x}, alpha=2.0)[[0, -1]].tolist() == [-2, np.inf]
-    assert np.isnan(run("sigmoid", {"input": np.array([np.nan], np.float16)})).all()
+    assert np.isnan(run_op("softsign", {"input": x})[[0, -1]]).all()
+    assert run_op("softsign", {"input": x})[[1, -2]].tolist() == [-1, 1]
+    assert np.isnan(run_op("hardSwish", {"input": x})[0]) and run_op("hardSwish", {"input": x})[-1] == np.inf
+    assert run_op("elu", {"input": x}, alpha=2.0)[[0, -1]].tolist() == [-2, np.inf]
+    assert np.isnan(run_op("sigmoid", {"input": np.array([np.nan], np.float16)})).all()
 
 
 # ------------------------------------------------------------------------------------------------- clamp
@@ -174,10 +144,10 @@ def test_clamp(dtype, seed):
         a, b = sorted(int(v) for v in rng.integers(info.min, info.max, 2, dtype=dtype, endpoint=True))
     lo, hi = [(a, b), (a, None), (None, b), (None, None)][seed % 4]
     opts = {k: v for k, v in (("minValue", lo), ("maxValue", hi)) if v is not None}
-    got = run("clamp", {"input": x}, **opts)
+    got = run_op("clamp", {"input": x}, **opts)
     want = _clamp_oracle(x, lo, hi)
     if dtype.kind == "f":
-        assert_close(got, want, 0)
+        assert_close_ulps(got, want, 0)
     else:  # int64/uint64 exact: compare as Python ints
         assert got.dtype == dtype and [int(v) for v in got.ravel().tolist()] == list(want.ravel())
 
@@ -202,7 +172,7 @@ def test_clamp(dtype, seed):
     ("float16", [1, 2, 3], {"minValue": 2.0001, "maxValue": 2.0002}, [2, 2, 2]),
 ])
 def test_clamp_bound_casting(dtype, x, opts, want):
-    got = run("clamp", {"input": np.array(x, dtype=dtype)}, **opts)
+    got = run_op("clamp", {"input": np.array(x, dtype=dtype)}, **opts)
     assert got.dtype == np.dtype(dtype)
     np.testing.assert_array_equal(got, np.array(want, dtype=dtype))  # exact, NaN == NaN
 
@@ -284,12 +254,12 @@ def test_prelu(dtype, seed):
     xs, ss = _broadcastable_pair(rng)
     if dtype.kind == "f":
         x, s = random_input(rng, dtype, xs), random_input(rng, dtype, ss, specials=False)
-        got = run("prelu", {"input": x, "slope": s})
+        got = run_op("prelu", {"input": x, "slope": s})
         tx, ts = t64(x), t64(s)
-        assert_close(got, torch.where(tx < 0, tx * ts, tx).numpy(), 1)
+        assert_close_ulps(got, torch.where(tx < 0, tx * ts, tx).numpy(), 1)
     else:  # small values: the products fit every type, so the oracle is exact integer arithmetic
         x, s = np.asarray(rng.integers(-11, 12, xs), dtype), np.asarray(rng.integers(-11, 12, ss), dtype)
-        got = run("prelu", {"input": x, "slope": s})
+        got = run_op("prelu", {"input": x, "slope": s})
         tx, ts = torch.from_numpy(x.astype(np.int64)), torch.from_numpy(s.astype(np.int64))
         np.testing.assert_array_equal(got, torch.where(tx < 0, tx * ts, tx).numpy().astype(dtype))
         assert got.dtype == dtype
@@ -303,28 +273,14 @@ def test_softmax(dtype, seed):
     if seed % 3 == 0:
         x = (x.astype(np.float64) + rng.choice([-1e4, 1e4, 80.0])).astype(dtype)  # shift: needs the max trick
     axis = int(rng.integers(0, x.ndim))
-    got = run("softmax", {"input": x}, axis=axis)
+    got = run_op("softmax", {"input": x}, axis=axis)
     want = F.softmax(t64(x), dim=axis).numpy()
-    assert_close(got, want, 8 if dtype == F32 else 2, atol=np.finfo(dtype).eps / 4)
+    assert_close_ulps(got, want, 8 if dtype == F32 else 2, atol=np.finfo(dtype).eps / 4)
 
 
 # ------------------------------------------------------------------------------------------ WPT vectors
-def _decode(v):
-    if isinstance(v, str) and v.endswith("n"):
-        return int(v[:-1])
-    return v
-
-
-def _wpt_cases(*files: str) -> list:
-    """Single-operator WPT cases; the JSON lost NaN/Infinity (null), so those cases are re-made above."""
-    if not WPT.is_dir():
-        return []
-    cases = [c for f in files for c in json.loads((WPT / f"{f}.json").read_text())["tests"]]
-    return [pytest.param(c, id=c["name"]) for c in cases if "null" not in json.dumps(c)]
-
-
 def _ref(handles: dict, v):
-    return handles[v] if isinstance(v, str) and v in handles else _decode(v)
+    return handles[v] if isinstance(v, str) and v in handles else decode_wpt(v)
 
 
 def run_wpt_case(case: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -334,7 +290,7 @@ def run_wpt_case(case: dict) -> tuple[np.ndarray, np.ndarray]:
     handles, feeds = {}, {}
     for name, spec in g["inputs"].items():
         desc = spec["descriptor"]
-        arr = np.array([_decode(v) for v in spec["data"]], dtype=desc["dataType"]).reshape(desc["shape"])
+        arr = np.array([decode_wpt(v) for v in spec["data"]], dtype=desc["dataType"]).reshape(desc["shape"])
         if spec.get("constant"):
             handles[name] = b.constant(desc, arr)
         else:
@@ -351,19 +307,20 @@ def run_wpt_case(case: dict) -> tuple[np.ndarray, np.ndarray]:
     out = b.call(op["name"], args)
     got = prepare(b.build({"y": out})).run(feeds)["y"]
     (exp,) = g["expectedOutputs"].values()
-    want = np.array([_decode(v) for v in exp["data"]], dtype=object).reshape(exp["descriptor"]["shape"])
+    want = np.array([decode_wpt(v) for v in exp["data"]], dtype=object).reshape(exp["descriptor"]["shape"])
     assert got.dtype.name == exp["descriptor"]["dataType"]
     return got, want
 
 
-@pytest.mark.parametrize("case", _wpt_cases("relu", "sigmoid", "tanh", "elu", "hard_sigmoid", "hard_swish",
-                                            "leaky_relu", "linear", "clamp", "softmax"))
+# the cases whose JSON lost NaN/Infinity (left out here) are re-made in the tests above
+@pytest.mark.parametrize("case", conformance_cases("relu", "sigmoid", "tanh", "elu", "hard_sigmoid", "hard_swish",
+                                                   "leaky_relu", "linear", "clamp", "softmax"))
 def test_wpt_vectors(case):
     got, want = run_wpt_case(case)
     if got.dtype.kind in "iu":
         assert [int(v) for v in got.ravel().tolist()] == [int(v) for v in want.ravel()]
     else:
-        assert_close(got, want.astype(np.float64), 4, atol=np.finfo(got.dtype).eps / 2)
+        assert_close_ulps(got, want.astype(np.float64), 4, atol=np.finfo(got.dtype).eps / 2)
 
 
 # ------------------------------------------------------------------------------------------- validation

@@ -8,15 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 import torch.nn.functional as F
+from helpers import assert_close_terms, assert_type_error, run_op, t64
 
 from py_core.builder import GraphBuilder, graph_from_json
-from py_core.errors import OperationError, WebNNTypeError
-from py_core.runtime.executor import check_inputs, prepare
+from py_core.errors import OperationError
+from py_core.runtime.executor import prepare
 
 F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
-EPS = {F32: 2.0**-23, F16: 2.0**-10}
 WPT = Path("/work/shared/wpt-cases/conformance")
 
 # logical NCHW / OIHW (conv2d) or IOHW (convTranspose2d) -> each layout
@@ -24,31 +23,6 @@ INPUT_FROM_NCHW = {"nchw": (0, 1, 2, 3), "nhwc": (0, 2, 3, 1)}
 CONV_FILTER_FROM_OIHW = {
     "oihw": (0, 1, 2, 3), "hwio": (2, 3, 1, 0), "ohwi": (0, 2, 3, 1), "ihwo": (1, 2, 3, 0)}
 TCONV_FILTER_FROM_IOHW = {"iohw": (0, 1, 2, 3), "hwoi": (2, 3, 1, 0), "ohwi": (1, 2, 3, 0)}
-
-
-def run(op: str, arrays: dict[str, np.ndarray], label: str = "", **options) -> np.ndarray:
-    """Build inputs -> op -> output and run it through the executor (which checks dtype and shape)."""
-    b = GraphBuilder()
-    handles = {k: b.input(k, {"dataType": v.dtype.name, "shape": list(v.shape)}) for k, v in arrays.items()}
-    exe = prepare(b.build({"y": b.call(op, {**handles, **options}, label)}))
-    check_inputs(exe, arrays)
-    return exe.run(arrays)["y"]
-
-
-def assert_close(got: np.ndarray, ref: np.ndarray, ref_abs: np.ndarray, dtype: np.dtype, k: int) -> None:
-    """float32: accumulation error <= (k + 4) eps |terms|; float16: one ULP of the result on top of that."""
-    assert got.dtype == dtype and got.shape == ref.shape
-    g = got.astype(np.float64)
-    tol = (k + 4) * EPS[F32] * ref_abs
-    if dtype == F16:
-        tol = tol + np.spacing(np.abs(ref).astype(F16)).astype(np.float64)
-    assert np.array_equal(np.isnan(g), np.isnan(ref))
-    ok = np.isnan(ref) | (g == ref) | (np.abs(g - ref) <= tol)
-    assert ok.all(), f"max error {np.nanmax(np.abs(g - ref))}, worst tol {tol.ravel()[np.argmax(~ok)]}"
-
-
-def t64(x: np.ndarray) -> torch.Tensor:
-    return torch.from_numpy(np.asarray(x, dtype=np.float64))
 
 
 def torch_conv2d(x, w, b, padding, strides, dilations, groups):
@@ -112,11 +86,11 @@ def test_conv2d_random(seed):
               "filter": w.transpose(CONV_FILTER_FROM_OIHW[flayout])}
     if b is not None:
         arrays["bias"] = b
-    got = run("conv2d", arrays, padding=c["pad"], strides=list(c["s"]), dilations=list(c["d"]), groups=g,
-              inputLayout=c["layout"], filterLayout=flayout)
+    got = run_op("conv2d", arrays, padding=c["pad"], strides=list(c["s"]), dilations=list(c["d"]), groups=g,
+                 inputLayout=c["layout"], filterLayout=flayout)
     ref, mag = torch_conv2d(x, w, b, c["pad"], c["s"], c["d"], g)
     perm = INPUT_FROM_NCHW[c["layout"]]
-    assert_close(got, ref.transpose(perm), mag.transpose(perm), dtype, c["cin"] // g * c["k"][0] * c["k"][1])
+    assert_close_terms(got, ref.transpose(perm), mag.transpose(perm), dtype, c["cin"] // g * c["k"][0] * c["k"][1])
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -144,11 +118,11 @@ def test_conv_transpose2d_random(seed):
               "filter": w.transpose(TCONV_FILTER_FROM_IOHW[flayout])}
     if b is not None:
         arrays["bias"] = b
-    got = run("convTranspose2d", arrays, **options)
+    got = run_op("convTranspose2d", arrays, **options)
     sizes = [calc[0] + extra[0], calc[1] + extra[1]]
     ref, mag = torch_conv_transpose2d(x, w, b, c["pad"], c["s"], c["d"], g, sizes)
     perm = INPUT_FROM_NCHW[c["layout"]]
-    assert_close(got, ref.transpose(perm), mag.transpose(perm), dtype, c["cin"] * c["k"][0] * c["k"][1])
+    assert_close_terms(got, ref.transpose(perm), mag.transpose(perm), dtype, c["cin"] * c["k"][0] * c["k"][1])
 
 
 @pytest.mark.parametrize("flayout", list(CONV_FILTER_FROM_OIHW))
@@ -159,13 +133,13 @@ def test_conv2d_every_layout(layout, flayout, dtype):
     x = rng.uniform(-3, 3, (2, 4, 6, 5)).astype(dtype)
     w = rng.uniform(-1, 1, (6, 2, 3, 2)).astype(dtype)
     b = rng.uniform(-1, 1, 6).astype(dtype)
-    got = run("conv2d", {"input": x.transpose(INPUT_FROM_NCHW[layout]),
-                         "filter": w.transpose(CONV_FILTER_FROM_OIHW[flayout]), "bias": b},
-              padding=[1, 0, 2, 1], strides=[2, 1], dilations=[1, 2], groups=2, inputLayout=layout,
-              filterLayout=flayout)
+    got = run_op("conv2d", {"input": x.transpose(INPUT_FROM_NCHW[layout]),
+                            "filter": w.transpose(CONV_FILTER_FROM_OIHW[flayout]), "bias": b},
+                 padding=[1, 0, 2, 1], strides=[2, 1], dilations=[1, 2], groups=2, inputLayout=layout,
+                 filterLayout=flayout)
     ref, mag = torch_conv2d(x, w, b, [1, 0, 2, 1], (2, 1), (1, 2), 2)
     perm = INPUT_FROM_NCHW[layout]
-    assert_close(got, ref.transpose(perm), mag.transpose(perm), dtype, 12)
+    assert_close_terms(got, ref.transpose(perm), mag.transpose(perm), dtype, 12)
 
 
 @pytest.mark.parametrize("multiplier", [1, 2])
@@ -173,24 +147,24 @@ def test_conv2d_depthwise_and_pointwise(multiplier):
     rng = np.random.default_rng(multiplier)
     x = rng.standard_normal((1, 8, 9, 9)).astype(F32)
     w = rng.standard_normal((8 * multiplier, 1, 3, 3)).astype(F32)
-    got = run("conv2d", {"input": x, "filter": w}, padding=[1, 1, 1, 1], groups=8)
+    got = run_op("conv2d", {"input": x, "filter": w}, padding=[1, 1, 1, 1], groups=8)
     ref, mag = torch_conv2d(x, w, None, [1, 1, 1, 1], (1, 1), (1, 1), 8)
-    assert_close(got, ref, mag, F32, 9)
+    assert_close_terms(got, ref, mag, F32, 9)
     w1 = rng.standard_normal((5, 8, 1, 1)).astype(F32)  # 1x1: the tap is the input itself
-    got = run("conv2d", {"input": x, "filter": w1})
+    got = run_op("conv2d", {"input": x, "filter": w1})
     ref, mag = torch_conv2d(x, w1, None, [0, 0, 0, 0], (1, 1), (1, 1), 1)
-    assert_close(got, ref, mag, F32, 8)
+    assert_close_terms(got, ref, mag, F32, 8)
 
 
 def test_conv2d_special_values():
     x = np.array([np.inf, -np.inf, np.nan, 1, 2, 3, -65504, 65504, 0], dtype=F32).reshape(1, 1, 3, 3)
     w = np.ones((1, 1, 2, 2), F32)
-    got = run("conv2d", {"input": x, "filter": w})
+    got = run_op("conv2d", {"input": x, "filter": w})
     ref, _ = torch_conv2d(x, w, None, [0, 0, 0, 0], (1, 1), (1, 1), 1)
     np.testing.assert_array_equal(got, ref.astype(F32))
     # float16 accumulates in float32: 65504 + 65504 - 65504 stays finite before the one rounding
     x16 = np.array([65504, 65504, -65504, 0], dtype=F16).reshape(1, 1, 2, 2)
-    got16 = run("conv2d", {"input": x16, "filter": np.ones((1, 1, 2, 2), F16)})
+    got16 = run_op("conv2d", {"input": x16, "filter": np.ones((1, 1, 2, 2), F16)})
     assert got16.dtype == F16 and got16.item() == 65504
 
 
@@ -288,10 +262,7 @@ CONV_ERRORS = [
 def test_validation_errors(op, descs, options, fragment):
     b = GraphBuilder()
     handles = {k: b.input(k, d) for k, d in descs.items()}
-    with pytest.raises(WebNNTypeError) as err:
-        b.call(op, {**handles, **options}, "my_conv")
-    assert str(err.value).startswith(f"[my_conv] {op}:"), str(err.value)
-    assert fragment in str(err.value), str(err.value)
+    assert_type_error(lambda: b.call(op, {**handles, **options}, "my_conv"), "my_conv", op, fragment)
 
 
 def test_conv_transpose2d_groups_not_dividing_input_channels():

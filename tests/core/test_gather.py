@@ -7,16 +7,11 @@ from __future__ import annotations
 import numpy as np
 import onnxruntime as ort
 import pytest
+from helpers import DTYPES, assert_same, assert_type_error, check_wpt_case, rand, run_graph, wpt_cases
 from onnx import helper
 
 from py_core.builder import GraphBuilder
-from py_core.errors import WebNNTypeError
 from py_core.runtime.executor import prepare
-
-try:  # shared helpers: the test modules are not a package unless someone makes them one
-    from test_shape import DTYPES, assert_same, check_wpt_case, rand, run, wpt_cases
-except ImportError:  # pragma: no cover
-    from tests.core.test_shape import DTYPES, assert_same, check_wpt_case, rand, run, wpt_cases
 
 INDEX_TYPES = ["int32", "uint32", "int64"]
 CASES = [(dt, it, seed) for dt in DTYPES for it in INDEX_TYPES for seed in range(2)]
@@ -61,7 +56,7 @@ def test_gather(dtype, itype, seed):
     axis = int(rng.integers(x.ndim))
     idx = rand_indices(rng, [int(d) for d in rng.integers(1, 4, size=int(rng.integers(0, 3)))],
                        x.shape[axis], itype)
-    (out,) = run(lambda b, h: b.gather(h["x"], h["i"], axis=axis), x=x, i=idx)
+    (out,) = run_graph(lambda b, h: b.gather(h["x"], h["i"], axis=axis), x=x, i=idx)
     assert_same(out, onnx_run("Gather", [x, spec_index(idx, x.shape[axis])], axis=axis))
 
 
@@ -73,7 +68,7 @@ def test_gather_elements(dtype, itype, seed):
     shape = list(x.shape)
     shape[axis] = int(rng.integers(1, 5))
     idx = rand_indices(rng, shape, x.shape[axis], itype)
-    (out,) = run(lambda b, h: b.gatherElements(h["x"], h["i"], axis=axis), x=x, i=idx)
+    (out,) = run_graph(lambda b, h: b.gatherElements(h["x"], h["i"], axis=axis), x=x, i=idx)
     assert out.shape == idx.shape  # the indices' shape (WPT), not the input's
     assert_same(out, onnx_run("GatherElements", [x, spec_index(idx, x.shape[axis])], axis=axis))
 
@@ -86,7 +81,7 @@ def test_gather_nd(dtype, itype, seed):
     lead = [int(d) for d in rng.integers(1, 4, size=int(rng.integers(0, 3)))]
     cols = [rand_indices(rng, lead, x.shape[j], itype) for j in range(k)]
     idx = np.stack(cols, axis=-1) if lead else np.array([c.item() for c in cols], dtype=itype)
-    (out,) = run(lambda b, h: b.gatherND(h["x"], h["i"]), x=x, i=idx)
+    (out,) = run_graph(lambda b, h: b.gatherND(h["x"], h["i"]), x=x, i=idx)
     assert_same(out, onnx_run("GatherND", [x, spec_index(idx, np.array(x.shape[:k]))]))
 
 
@@ -112,7 +107,7 @@ def test_scatter_elements(dtype, itype, seed):
         idx = np.where(rng.random(shape) < 0.5, idx - x.shape[axis], idx)
     idx = idx.astype(itype)
     upd = rand(rng, shape, dtype)
-    (out,) = run(lambda b, h: b.scatterElements(h["x"], h["i"], h["u"], axis=axis), x=x, i=idx, u=upd)
+    (out,) = run_graph(lambda b, h: b.scatterElements(h["x"], h["i"], h["u"], axis=axis), x=x, i=idx, u=upd)
     assert_same(out, onnx_run("ScatterElements", [x, idx.astype(np.int64), upd], axis=axis))
 
 
@@ -129,7 +124,7 @@ def test_scatter_nd(dtype, itype, seed):
         idx = np.where(rng.random(idx.shape) < 0.5, idx - np.array(x.shape[:k]), idx)
     idx = idx.astype(itype)
     upd = rand(rng, lead + list(x.shape[k:]), dtype)
-    (out,) = run(lambda b, h: b.scatterND(h["x"], h["i"], h["u"]), x=x, i=idx, u=upd)
+    (out,) = run_graph(lambda b, h: b.scatterND(h["x"], h["i"], h["u"]), x=x, i=idx, u=upd)
     assert_same(out, onnx_run("ScatterND", [x, idx.astype(np.int64), upd]))
 
 
@@ -143,16 +138,16 @@ def test_out_of_range_indices_clamp():
         (lambda b, h: b.gatherND(h["x"], h["i"]), np.array([[9, -9]], np.int64), x[[2], [0]]),
     ]
     for build, idx, want in cases:
-        (out,) = run(build, x=x, i=idx)
+        (out,) = run_graph(build, x=x, i=idx)
         assert_same(out, np.asarray(want, np.float32))
     u = np.array([[-1.0], [-2.0], [-3.0]], np.float32)
-    (out,) = run(lambda b, h: b.scatterElements(h["x"], h["i"], h["u"], axis=1), x=x,
-                 i=np.array([[99], [-99], [4]]).astype(np.uint32), u=u)
+    (out,) = run_graph(lambda b, h: b.scatterElements(h["x"], h["i"], h["u"], axis=1), x=x,
+                       i=np.array([[99], [-99], [4]]).astype(np.uint32), u=u)
     want = x.copy()
     want[0, 3], want[1, 3], want[2, 3] = -1, -2, -3  # uint32 -99 wraps to a huge value: clamped to 3
     assert_same(out, want)
-    (out,) = run(lambda b, h: b.scatterND(h["x"], h["i"], h["u"]), x=x, i=np.array([[-7]], np.int64),
-                 u=np.full((1, 4), 5, np.float32))
+    (out,) = run_graph(lambda b, h: b.scatterND(h["x"], h["i"], h["u"]), x=x, i=np.array([[-7]], np.int64),
+                       u=np.full((1, 4), 5, np.float32))
     want = x.copy()
     want[0] = 5
     assert_same(out, want)
@@ -214,10 +209,7 @@ ERRORS = [
 def test_validation_errors(op, descs, call, fragment):
     b = GraphBuilder()
     hs = [b.input(f"x{i}", d) for i, d in enumerate(descs)]
-    with pytest.raises(WebNNTypeError) as err:
-        call(b, *hs)
-    assert str(err.value).startswith(f"[lbl] {op}:"), str(err.value)
-    assert fragment in str(err.value), str(err.value)
+    assert_type_error(lambda: call(b, *hs), "lbl", op, fragment)
 
 
 @pytest.mark.parametrize("case", wpt_cases("gather"))

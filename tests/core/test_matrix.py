@@ -11,40 +11,14 @@ import onnx
 import onnxruntime as ort
 import pytest
 import torch
+from helpers import assert_close_terms, assert_type_error, run_op, t64
 from onnx import TensorProto, helper
 
 import py_core.kernels.matrix as matrix_kernels
 from py_core.builder import GraphBuilder
-from py_core.errors import WebNNTypeError
-from py_core.runtime.executor import check_inputs, prepare
 
 F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
-EPS32 = 2.0**-23
 WPT = Path("/work/shared/wpt-cases/conformance")
-
-
-def run(op: str, arrays: dict[str, np.ndarray], label: str = "", **options) -> np.ndarray:
-    """Build inputs -> op -> output and run it through the executor (which checks dtype and shape)."""
-    b = GraphBuilder()
-    handles = {k: b.input(k, {"dataType": v.dtype.name, "shape": list(v.shape)}) for k, v in arrays.items()}
-    exe = prepare(b.build({"y": b.call(op, {**handles, **options}, label)}))
-    check_inputs(exe, arrays)
-    return exe.run(arrays)["y"]
-
-
-def assert_close(got: np.ndarray, ref: np.ndarray, mag: np.ndarray, dtype: np.dtype, k: int) -> None:
-    """float32: accumulation error <= (k + 4) eps |terms|; float16 adds one ULP of the result."""
-    assert got.dtype == dtype and got.shape == ref.shape
-    g = got.astype(np.float64)
-    tol = (k + 4) * EPS32 * mag
-    if dtype == F16:
-        tol = tol + np.spacing(np.abs(ref).astype(F16)).astype(np.float64)
-    same = (np.isnan(g) & np.isnan(ref)) | (g == ref)
-    assert (same | (np.abs(g - ref) <= tol)).all(), f"max error {np.nanmax(np.abs(g - ref))}"
-
-
-def t64(x: np.ndarray) -> torch.Tensor:
-    return torch.from_numpy(np.asarray(x, dtype=np.float64))
 
 
 def random_batch(rng: np.random.Generator, rank: int) -> list[int]:
@@ -63,16 +37,16 @@ def test_matmul_random(seed):
     bb = [1 if rng.random() < 0.3 else d for d in batch[len(batch) - (rb - 2):]]
     a = rng.uniform(-4, 4, (*ba, m, k)).astype(dtype)
     b = rng.uniform(-4, 4, (*bb, k, n)).astype(dtype)
-    got = run("matmul", {"a": a, "b": b})
+    got = run_op("matmul", {"a": a, "b": b})
     ref = torch.matmul(t64(a), t64(b)).numpy()
     mag = torch.matmul(t64(np.abs(a)), t64(np.abs(b))).numpy()
-    assert_close(got, ref, mag, dtype, k)
+    assert_close_terms(got, ref, mag, dtype, k)
 
 
 def test_matmul_special_values():
     a = np.array([[np.inf, 1], [np.nan, 0], [-np.inf, 2], [3e38, 3e38]], F32)
     b = np.array([[1, 0, 2], [1, -1, 0]], F32)
-    got = run("matmul", {"a": a, "b": b})
+    got = run_op("matmul", {"a": a, "b": b})
     with np.errstate(all="ignore"):
         ref = (a.astype(np.float64) @ b.astype(np.float64)).astype(F32)
     np.testing.assert_array_equal(got, ref)  # inf * 0 = NaN, overflow to inf like float32 would
@@ -93,10 +67,10 @@ def test_einsum_product_path(seed, monkeypatch):
              ("conv2d", {"input": x, "filter": w}, {"groups": 2, "padding": [1, 1, 1, 1]}),
              ("conv2d", {"input": x, "filter": w.reshape(4, 2, 9)[:, :1].reshape(4, 1, 3, 3)}, {"groups": 4}),
              ("convTranspose2d", {"input": x, "filter": w}, {"strides": [2, 2]})]
-    want = [run(op, arrays, **options) for op, arrays, options in cases]
+    want = [run_op(op, arrays, **options) for op, arrays, options in cases]
     monkeypatch.setattr(matrix_kernels, "_USE_EINSUM", True)
     for (op, arrays, options), expected in zip(cases, want, strict=True):
-        got = run(op, arrays, **options)
+        got = run_op(op, arrays, **options)
         assert got.dtype == expected.dtype and got.shape == expected.shape
         rtol = 2e-3 if dtype == F16 else 1e-5
         np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64), rtol=rtol, atol=1e-5,
@@ -142,14 +116,14 @@ def test_gemm_random(seed):
     c = None
     if shape is not None:
         c = arrays["c"] = rng.uniform(-3, 3, shape).astype(dtype)
-    got = run("gemm", arrays, alpha=alpha, beta=beta, aTranspose=ta, bTranspose=tb)
+    got = run_op("gemm", arrays, alpha=alpha, beta=beta, aTranspose=ta, bTranspose=tb)
     # float64 formula straight from the spec text, alpha/beta cast to the operand type first
     al, be = float(np.array(alpha, dtype)), float(np.array(beta, dtype))
     a64, b64 = (a.T if ta else a).astype(np.float64), (b.T if tb else b).astype(np.float64)
     ref = al * (a64 @ b64) + (0 if c is None else be * c.astype(np.float64))
     mag = abs(al) * (np.abs(a64) @ np.abs(b64)) + (0 if c is None else abs(be) * np.abs(c.astype(np.float64)))
     ref, mag = np.broadcast_to(ref, (m, n)), np.broadcast_to(mag, (m, n))
-    assert_close(got, ref, mag, dtype, k)
+    assert_close_terms(got, ref, mag, dtype, k)
     if dtype == F32:
         np.testing.assert_allclose(got, onnx_gemm(a, b, c, alpha, beta, ta, tb), rtol=1e-5, atol=1e-5)
 
@@ -157,8 +131,8 @@ def test_gemm_random(seed):
 def test_gemm_float16_alpha_cast():
     """alpha is cast to float16 first: 1e5 overflows to inf, 0.1 rounds to 0.0999755859375."""
     a = np.ones((1, 1), F16)
-    assert run("gemm", {"a": a, "b": a}, alpha=1e5).item() == np.inf
-    assert run("gemm", {"a": a, "b": a}, alpha=0.1).item() == np.float16(0.1)
+    assert run_op("gemm", {"a": a, "b": a}, alpha=1e5).item() == np.inf
+    assert run_op("gemm", {"a": a, "b": a}, alpha=0.1).item() == np.float16(0.1)
 
 
 def test_wpt_matmul_vectors():
@@ -171,7 +145,7 @@ def test_wpt_matmul_vectors():
             arrays[key] = np.array(spec["data"], dtype=desc["dataType"]).reshape(desc["shape"])
         (op,) = g["operators"]
         names = {k: v for a in op["arguments"] for k, v in a.items()}
-        got = run("matmul", {"a": arrays[names["a"]], "b": arrays[names["b"]]})
+        got = run_op("matmul", {"a": arrays[names["a"]], "b": arrays[names["b"]]})
         (exp,) = g["expectedOutputs"].values()
         want = np.array(exp["data"], np.float64).reshape(exp["descriptor"]["shape"])
         rtol = 2e-3 if exp["descriptor"]["dataType"] == "float16" else 1e-5
@@ -206,10 +180,7 @@ ERRORS = [
 def test_validation_errors(op, descs, options, fragment):
     b = GraphBuilder()
     handles = {k: b.input(k, v) for k, v in descs.items()}
-    with pytest.raises(WebNNTypeError) as err:
-        b.call(op, {**handles, **options}, "mm_1")
-    assert str(err.value).startswith(f"[mm_1] {op}:"), str(err.value)
-    assert fragment in str(err.value), str(err.value)
+    assert_type_error(lambda: b.call(op, {**handles, **options}, "mm_1"), "mm_1", op, fragment)
 
 
 def test_output_shapes():

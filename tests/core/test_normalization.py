@@ -3,13 +3,11 @@ the WPT vectors, and the validation errors.  https://www.w3.org/TR/webnn/#api-ml
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers import assert_close_ulps, conformance_cases, decode_wpt, run_op, t64
 
 from py_core.builder import GraphBuilder
 from py_core.errors import WebNNTypeError
@@ -18,40 +16,10 @@ from py_core.runtime.executor import prepare
 F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
 FLOATS = [F32, F16]
 SEEDS = range(6)
-WPT = Path("/work/shared/wpt-cases/conformance")
-
-
-def run(op: str, inputs: dict[str, np.ndarray], label: str = "", **options):
-    """Build inputs -> op -> output and run it through the executor (which checks dtype and shape)."""
-    b = GraphBuilder()
-    args = {k: b.input(k, {"dataType": v.dtype.name, "shape": list(v.shape)}) for k, v in inputs.items()}
-    out = b.call(op, {**args, **options}, label)
-    return prepare(b.build({"y": out})).run(inputs)["y"]
 
 
 def random_shape(rng: np.random.Generator, min_rank: int, max_rank: int) -> tuple[int, ...]:
     return tuple(int(d) for d in rng.integers(1, 5, size=int(rng.integers(min_rank, max_rank + 1))))
-
-
-def t64(x) -> torch.Tensor:
-    return torch.from_numpy(np.asarray(x, np.float64))
-
-
-def assert_close(actual: np.ndarray, expected: np.ndarray, ulps: float, atol: float | np.ndarray = 0.0):
-    """`expected` (float64) is rounded once to the output type and compared within `ulps` units in the last
-    place plus `atol`; NaN and infinities must match exactly."""
-    dt = actual.dtype
-    want = np.asarray(expected, np.float64).astype(dt).astype(np.float64)
-    got = actual.astype(np.float64)
-    assert got.shape == want.shape
-    assert np.array_equal(np.isnan(got), np.isnan(want)), (got, want)
-    inf = np.isinf(got) | np.isinf(want)
-    assert np.array_equal(got[inf], want[inf])
-    fin = ~(inf | np.isnan(want))
-    spacing = np.spacing(np.abs(want[fin]).astype(dt)).astype(np.float64)
-    tol = np.broadcast_to(atol, want.shape)[fin] + ulps * spacing
-    err = np.abs(got[fin] - want[fin])
-    assert (err <= tol).all(), f"max excess {np.max(err - tol, initial=0)}\n{got}\n{want}"
 
 
 def rounded(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -78,7 +46,7 @@ def test_batch_normalization(dtype, seed):
     if seed >= 3:
         eps = float(rng.uniform(1e-4, 1e-1))
         opts["epsilon"] = eps
-    got = run("batchNormalization", inputs, **opts)
+    got = run_op("batchNormalization", inputs, **opts)
 
     # oracle: torch batch_norm on [1, C, rest...] (the channel moved to dim 1), float64
     tx = t64(x).unsqueeze(0).movedim(axis + 1, 1)
@@ -93,7 +61,7 @@ def test_batch_normalization(dtype, seed):
     v = inputs["variance"].astype(np.float64).reshape(shape1)
     terms = (np.abs(x) + np.abs(inputs["mean"]).reshape(shape1)) / np.sqrt(v + eps_cast) * s
     wide_eps = np.finfo(np.float32).eps
-    assert_close(got, want, 4 if dtype == F32 else 1, 4 * wide_eps * terms)
+    assert_close_ulps(got, want, 4 if dtype == F32 else 1, 4 * wide_eps * terms)
 
 
 # ------------------------------------------------------------------------------------ instanceNormalization
@@ -115,25 +83,25 @@ def test_instance_normalization(dtype, layout, seed):
     eps = float(rng.uniform(1e-4, 1e-1)) if seed >= 3 else 1e-5
     if seed >= 3:
         opts["epsilon"] = eps
-    got = run("instanceNormalization", inputs, **opts)
+    got = run_op("instanceNormalization", inputs, **opts)
     wt, bt = (t64(inputs[k]) if k in inputs else None for k in ("scale", "bias"))
     y = F.instance_norm(t64(x_nchw), weight=wt, bias=bt, eps=float(np.asarray(eps, dtype))).numpy()
     want = y if layout == "nchw" else y.transpose(0, 2, 3, 1)
-    assert_close(got, want, 2, atol=np.finfo(dtype).eps)
+    assert_close_ulps(got, want, 2, atol=np.finfo(dtype).eps)
 
 
 def test_instance_normalization_single_spatial_element():
     """A 1x1 instance is its own mean: (x - mean) is 0, so the output is the bias (or 0)."""
     x = np.array([1.5, -2.0, 7.0], np.float16).reshape(1, 1, 1, 3)
     bias = np.array([0.25, -1.0, 3.0], np.float16)
-    got = run("instanceNormalization", {"input": x, "bias": bias}, layout="nhwc")
+    got = run_op("instanceNormalization", {"input": x, "bias": bias}, layout="nhwc")
     np.testing.assert_array_equal(got, bias.reshape(1, 1, 1, 3))
 
 
 def test_instance_normalization_nan_and_inf_stay_in_their_instance():
     x = np.arange(2 * 2 * 3 * 3, dtype=np.float32).reshape(2, 2, 3, 3)
     x[0, 1, 0, 0], x[1, 0, 2, 2] = np.inf, np.nan
-    got = run("instanceNormalization", {"input": x})
+    got = run_op("instanceNormalization", {"input": x})
     want = F.instance_norm(t64(x), eps=float(np.float32(1e-5))).numpy()
     assert np.array_equal(np.isnan(got), np.isnan(want))
     assert np.isnan(got[0, 1]).all() and np.isnan(got[1, 0]).all() and np.isfinite(got[[0, 1], [0, 1]]).all()
@@ -174,25 +142,14 @@ def test_layer_normalization(dtype, seed):
     if seed >= 4:
         eps = float(rng.uniform(1e-4, 1e-2))
         opts["epsilon"] = eps
-    got = run("layerNormalization", inputs, **opts)
+    got = run_op("layerNormalization", inputs, **opts)
     want = _layer_norm_oracle(x, axes, inputs.get("scale"), inputs.get("bias"), float(np.asarray(eps, dtype)))
-    assert_close(got, want, 2, atol=np.finfo(dtype).eps)
+    assert_close_ulps(got, want, 2, atol=np.finfo(dtype).eps)
 
 
 # ------------------------------------------------------------------------------------------ WPT vectors
-def _decode(v):
-    return int(v[:-1]) if isinstance(v, str) and v.endswith("n") else v
-
-
-def _wpt_cases(*files: str) -> list:
-    if not WPT.is_dir():
-        return []
-    cases = [c for f in files for c in json.loads((WPT / f"{f}.json").read_text())["tests"]]
-    return [pytest.param(c, id=c["name"]) for c in cases if "null" not in json.dumps(c)]
-
-
-@pytest.mark.parametrize("case", _wpt_cases("batch_normalization", "instance_normalization",
-                                            "layer_normalization"))
+@pytest.mark.parametrize("case", conformance_cases("batch_normalization", "instance_normalization",
+                                                   "layer_normalization"))
 def test_wpt_vectors(case):
     g = case["graph"]
     b = GraphBuilder()
@@ -207,12 +164,12 @@ def test_wpt_vectors(case):
     args = {}
     for arg in op["arguments"]:
         for k, v in (arg["options"].items() if "options" in arg else arg.items()):
-            args[k] = handles[v] if isinstance(v, str) and v in handles else _decode(v)
+            args[k] = handles[v] if isinstance(v, str) and v in handles else decode_wpt(v)
     got = prepare(b.build({"y": b.call(op["name"], args)})).run(feeds)["y"]
     (exp,) = g["expectedOutputs"].values()
     assert got.dtype.name == exp["descriptor"]["dataType"]
     want = np.array(exp["data"], np.float64).reshape(exp["descriptor"]["shape"])
-    assert_close(got, want, 4, atol=4 * np.finfo(got.dtype).eps)
+    assert_close_ulps(got, want, 4, atol=4 * np.finfo(got.dtype).eps)
 
 
 # ------------------------------------------------------------------------------------------- validation

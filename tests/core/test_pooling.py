@@ -9,15 +9,14 @@ import onnxruntime as ort
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers import assert_close_terms, assert_type_error
 from onnx import TensorProto, helper
 
 from py_core.builder import GraphBuilder
-from py_core.errors import WebNNTypeError
 from py_core.runtime.executor import check_inputs, prepare
 
 F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
 INTS = [np.dtype(t) for t in (np.int32, np.uint32, np.int64, np.uint64, np.int8, np.uint8)]
-EPS32 = 2.0**-23
 POOLS = {"average": "averagePool2d", "l2": "l2Pool2d", "max": "maxPool2d"}
 
 
@@ -28,18 +27,6 @@ def run(op: str, x: np.ndarray, label: str = "", **options) -> np.ndarray:
     exe = prepare(b.build({"y": getattr(b, op)(inp, label=label, **options)}))
     check_inputs(exe, {"x": x})
     return exe.run({"x": x})["y"]
-
-
-def assert_close(got: np.ndarray, ref: np.ndarray, mag: np.ndarray, dtype: np.dtype, k: int) -> None:
-    """float32: error <= (k + 4) eps |terms|; float16 adds one ULP of the result; NaN matches NaN."""
-    assert got.dtype == dtype and got.shape == ref.shape
-    g = got.astype(np.float64)
-    tol = (k + 4) * EPS32 * mag
-    with np.errstate(invalid="ignore"):
-        if dtype == F16:
-            tol = tol + np.spacing(np.abs(ref).astype(F16)).astype(np.float64)
-        ok = (np.isnan(g) & np.isnan(ref)) | (g == ref) | (np.abs(g - ref) <= tol)
-    assert ok.all(), f"max error {np.nanmax(np.abs(g - ref))}"
 
 
 def taps(o: int, stride: int, pad: int, window: int, dilation: int, size: int) -> list[int]:
@@ -117,7 +104,7 @@ def test_pool_random(kind, seed):
     if ref.dtype.kind in "iu":
         np.testing.assert_array_equal(got, ref)  # integer max pooling is exact
     else:
-        assert_close(got, ref, mag, x.dtype, k[0] * k[1])
+        assert_close_terms(got, ref, mag, x.dtype, k[0] * k[1])
 
 
 @pytest.mark.parametrize("dtype", [F32, F16])
@@ -230,7 +217,7 @@ def test_resample2d_random(seed):
                              align_corners=False).numpy()
         mag = F.interpolate(torch.from_numpy(np.abs(xt).astype(np.float64)), size=sizes, mode="bilinear",
                             align_corners=False).numpy()
-        assert_close(got, want.transpose(inv), mag.transpose(inv), dtype, 4)
+        assert_close_terms(got, want.transpose(inv), mag.transpose(inv), dtype, 4)
     else:
         want = onnx_resize_nearest(xt, out_shape).transpose(inv)
         np.testing.assert_array_equal(got, want.astype(dtype))
@@ -308,10 +295,7 @@ ERRORS = [
 def test_validation_errors(op, desc, options, fragment):
     b = GraphBuilder()
     x = b.input("x", desc)
-    with pytest.raises(WebNNTypeError) as err:
-        getattr(b, op)(x, label="pool_2d_xxx", **options)
-    assert str(err.value).startswith(f"[pool_2d_xxx] {op}:"), str(err.value)
-    assert fragment in str(err.value), str(err.value)
+    assert_type_error(lambda: getattr(b, op)(x, label="pool_2d_xxx", **options), "pool_2d_xxx", op, fragment)
 
 
 VALID = [  # WPT validation_tests/pooling.https.any.js and resample2d.https.any.js output shapes

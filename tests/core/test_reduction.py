@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers import assert_type_error
 
 from py_core.builder import GraphBuilder, graph_from_json
-from py_core.errors import WebNNTypeError
 from py_core.runtime.executor import prepare
 
 F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
@@ -325,11 +325,7 @@ def test_json_round_trip_revalidates() -> None:
 def build_error(op: str, dtype: str, shape: list[int], *args, **options) -> str:
     b = GraphBuilder()
     x = b.input("x", {"dataType": dtype, "shape": shape})
-    with pytest.raises(WebNNTypeError) as info:
-        getattr(b, op)(x, *args, label="lbl", **options)
-    message = str(info.value)
-    assert message.startswith(f"[lbl] {op}:"), message
-    return message
+    return assert_type_error(lambda: getattr(b, op)(x, *args, label="lbl", **options), "lbl", op)
 
 
 @pytest.mark.parametrize("op", list(ORACLES))

@@ -4,32 +4,15 @@ end to end through GraphBuilder and the executor; plus the validation errors and
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from helpers import DTYPES, assert_same, assert_type_error, check_wpt_case, rand, run_graph, wpt_cases
 
 from py_core.builder import GraphBuilder
-from py_core.errors import WebNNTypeError
-from py_core.runtime.executor import prepare
-from py_core.testing import wpt
 
-DTYPES = ["float32", "float16", "int32", "uint32", "int64", "uint64", "int8", "uint8"]
 _SIGNED_VIEW = {"uint32": np.int32, "uint64": np.int64}  # torch lacks most uint32/uint64 kernels
-
-
-def rand(rng: np.random.Generator, shape, dtype: str) -> np.ndarray:
-    """Random data over the type's whole range; floats include NaN, +/-inf and -0.0."""
-    dt = np.dtype(dtype)
-    if dt.kind == "f":
-        a = np.asarray(rng.standard_normal(shape) * 100, dtype=dt).reshape(shape)
-        specials = np.array([np.nan, np.inf, -np.inf, -0.0], dtype=dt)
-        mask = np.asarray(rng.random(shape) < 0.1).reshape(shape)
-        a[mask] = rng.choice(specials, size=int(mask.sum()))
-        return a
-    info = np.iinfo(dt)
-    return np.asarray(rng.integers(info.min, info.max, size=shape, dtype=dt, endpoint=True)).reshape(shape)
 
 
 def to_torch(a: np.ndarray) -> torch.Tensor:
@@ -39,23 +22,6 @@ def to_torch(a: np.ndarray) -> torch.Tensor:
 
 def from_torch(t: torch.Tensor, dtype: str) -> np.ndarray:
     return t.contiguous().numpy().view(np.dtype(dtype))
-
-
-def assert_same(actual: np.ndarray, expected: np.ndarray) -> None:
-    """Bit-exact: same dtype, shape and bytes (NaN payloads and -0.0 included)."""
-    assert actual.dtype == expected.dtype and actual.shape == expected.shape, (actual.dtype, actual.shape,
-                                                                              expected.dtype, expected.shape)
-    assert actual.tobytes() == expected.tobytes()
-
-
-def run(build, **arrays: np.ndarray) -> list[np.ndarray]:
-    """Build a graph over named inputs with build(builder, handles), run it, return the outputs in order."""
-    b = GraphBuilder()
-    hs = {n: b.input(n, (a.dtype.name, list(a.shape))) for n, a in arrays.items()}
-    out = build(b, hs)
-    outs = out if isinstance(out, list) else [out]
-    res = prepare(b.build({f"o{i}": o for i, o in enumerate(outs)})).run(arrays)
-    return [res[f"o{i}"] for i in range(len(outs))]
 
 
 def random_shape(rng: np.random.Generator, lo: int, hi: int, max_dim: int = 4) -> list[int]:
@@ -81,7 +47,7 @@ def test_reshape(dtype, seed):
             new.append(p)
     new = [int(np.prod(c)) for c in np.array_split(rng.permutation(new), int(rng.integers(1, 4)))] + [1]
     new = [int(d) for d in rng.permutation(new)]
-    (out,) = run(lambda b, h: b.reshape(h["x"], new), x=x)
+    (out,) = run_graph(lambda b, h: b.reshape(h["x"], new), x=x)
     assert_same(out, from_torch(to_torch(x).reshape(new), dtype))
 
 
@@ -91,7 +57,7 @@ def test_transpose(dtype, seed):
     x = rand(rng, random_shape(rng, 0, 6), dtype)
     perm = None if seed == 0 else [int(p) for p in rng.permutation(x.ndim)]
     expected_perm = list(range(x.ndim))[::-1] if perm is None else perm  # spec default [N-1, ..., 0]
-    (out,) = run(lambda b, h: b.transpose(h["x"], permutation=perm), x=x)
+    (out,) = run_graph(lambda b, h: b.transpose(h["x"], permutation=perm), x=x)
     assert_same(out, from_torch(to_torch(x).permute(expected_perm), dtype))
 
 
@@ -105,7 +71,7 @@ def test_concat(dtype, seed):
         s = list(shape)
         s[axis] = int(rng.integers(1, 4))
         xs[f"x{i}"] = rand(rng, s, dtype)
-    (out,) = run(lambda b, h: b.concat(list(h.values()), axis), **xs)
+    (out,) = run_graph(lambda b, h: b.concat(list(h.values()), axis), **xs)
     assert_same(out, from_torch(torch.cat([to_torch(a) for a in xs.values()], axis), dtype))
 
 
@@ -116,7 +82,7 @@ def test_slice(dtype, seed):
     starts = [int(rng.integers(d)) for d in x.shape]
     sizes = [int(rng.integers(1, d - s + 1)) for d, s in zip(x.shape, starts, strict=True)]
     strides = None if seed == 0 else [int(rng.integers(1, 4)) for _ in x.shape]
-    (out,) = run(lambda b, h: b.slice(h["x"], starts, sizes, strides=strides), x=x)
+    (out,) = run_graph(lambda b, h: b.slice(h["x"], starts, sizes, strides=strides), x=x)
     steps = strides or [1] * x.ndim
     index = tuple(slice(b, b + n, s) for b, n, s in zip(starts, sizes, steps, strict=True))
     assert_same(out, from_torch(to_torch(x)[index] if x.ndim else to_torch(x), dtype))
@@ -149,7 +115,7 @@ def test_pad(dtype, seed, mode):
     begin = [int(rng.integers(0, m + 1)) for m in limit]
     end = [int(rng.integers(0, m + 1)) for m in limit]
     value = float(rng.choice([0, -1.5, np.nan, np.inf])) if np.dtype(dtype).kind == "f" else 7
-    (out,) = run(lambda b, h: b.pad(h["x"], begin, end, mode=mode, value=value), x=x)
+    (out,) = run_graph(lambda b, h: b.pad(h["x"], begin, end, mode=mode, value=value), x=x)
     assert_same(out, _pad_oracle(x, begin, end, mode, value))
     if dtype == "float32" and mode == "constant":  # and torch's pad where it applies
         widths = [w for b, e in zip(begin[::-1], end[::-1], strict=True) for w in (b, e)]
@@ -164,7 +130,7 @@ def test_pad(dtype, seed, mode):
 ])
 def test_pad_value_is_cast_to_input_type(value, dtype, expected):
     x = np.zeros([1], dtype=dtype)
-    (out,) = run(lambda b, h: b.pad(h["x"], [1], [0], value=value), x=x)
+    (out,) = run_graph(lambda b, h: b.pad(h["x"], [1], [0], value=value), x=x)
     assert out[0] == np.array(expected).astype(dtype) and out[1] == 0
 
 
@@ -235,7 +201,7 @@ def test_split(dtype, seed):
         splits = [int(s) for s in rng.integers(1, 4, size=int(rng.integers(1, 4)))]
         shape[axis], sizes = sum(splits), splits
     x = rand(rng, shape, dtype)
-    outs = run(lambda b, h: b.split(h["x"], splits, axis=axis), x=x)
+    outs = run_graph(lambda b, h: b.split(h["x"], splits, axis=axis), x=x)
     expected = torch.split(to_torch(x), sizes, dim=axis)
     assert len(outs) == len(expected)
     for o, e in zip(outs, expected, strict=True):
@@ -248,7 +214,7 @@ def test_expand(dtype, seed):
     shape = random_shape(rng, 0, 4)
     x = rand(rng, [1 if rng.random() < 0.5 else d for d in shape], dtype)
     new = random_shape(rng, 0, 2) + [int(rng.integers(1, 4)) if d == 1 else d for d in x.shape]
-    (out,) = run(lambda b, h: b.expand(h["x"], new), x=x)
+    (out,) = run_graph(lambda b, h: b.expand(h["x"], new), x=x)
     assert_same(out, from_torch(to_torch(x).expand(new), dtype))
 
 
@@ -257,7 +223,7 @@ def test_tile(dtype, seed):
     rng = np.random.default_rng(seed)
     x = rand(rng, random_shape(rng, 0, 4), dtype)
     reps = [int(r) for r in rng.integers(1, 4, size=x.ndim)]
-    (out,) = run(lambda b, h: b.tile(h["x"], reps), x=x)
+    (out,) = run_graph(lambda b, h: b.tile(h["x"], reps), x=x)
     assert_same(out, from_torch(to_torch(x).tile(reps) if x.ndim else to_torch(x), dtype))
 
 
@@ -267,7 +233,7 @@ def test_reverse(dtype, seed):
     x = rand(rng, random_shape(rng, 0, 5), dtype)
     some = sorted(rng.choice(x.ndim, int(rng.integers(x.ndim + 1)), replace=False).tolist())
     axes = None if seed == 0 else [] if seed == 1 else some
-    (out,) = run(lambda b, h: b.reverse(h["x"], axes=axes), x=x)
+    (out,) = run_graph(lambda b, h: b.reverse(h["x"], axes=axes), x=x)
     dims = list(range(x.ndim)) if axes is None else axes  # absent: every axis; empty: none
     assert_same(out, from_torch(to_torch(x).flip(dims) if dims else to_torch(x), dtype))
 
@@ -278,7 +244,7 @@ def test_triangular(dtype, seed, upper):
     rng = np.random.default_rng(seed)
     x = rand(rng, random_shape(rng, 2, 4, 5), dtype)
     diagonal = int(rng.integers(-4, 5))
-    (out,) = run(lambda b, h: b.triangular(h["x"], upper=upper, diagonal=diagonal), x=x)
+    (out,) = run_graph(lambda b, h: b.triangular(h["x"], upper=upper, diagonal=diagonal), x=x)
     # float64 oracle for floats (torch.triu on float16 NaN-safe as well); bit views for the integer types
     t = to_torch(x.astype(np.float64) if x.dtype.kind == "f" else x)
     expected = (torch.triu if upper else torch.tril)(t, diagonal).numpy()
@@ -297,7 +263,7 @@ def test_where(dtype, seed):
 
     c = rng.choice(np.array([0, 1, 2, 255], dtype=np.uint8), size=sub(out_shape))
     t, f = rand(rng, sub(out_shape), dtype), rand(rng, out_shape, dtype)
-    (out,) = run(lambda b, h: b.where(h["c"], h["t"], h["f"]), c=np.asarray(c), t=t, f=f)
+    (out,) = run_graph(lambda b, h: b.where(h["c"], h["t"], h["f"]), c=np.asarray(c), t=t, f=f)
     expected = torch.where(torch.from_numpy(np.asarray(c)) != 0, to_torch(t), to_torch(f))
     assert_same(out, from_torch(expected, dtype))
 
@@ -342,18 +308,18 @@ def test_cast(source, target):
     x = rand(rng, [int(d) for d in rng.integers(1, 5, size=3)], source)
     if x.dtype.kind == "f":  # in-range values with fractions and exact halves, as well as the extremes
         x.ravel()[: x.size // 2] = (rng.integers(-300, 300, size=x.size // 2) / 4).astype(x.dtype)
-    (out,) = run(lambda b, h: b.cast(h["x"], target), x=x)
+    (out,) = run_graph(lambda b, h: b.cast(h["x"], target), x=x)
     assert_same(out, _cast_oracle(x, target))
 
 
 def test_cast_extremes():
     x = np.array([2**63 - 1, -(2**63), 2**53 + 1, 65519, 65520, -3, 2**24 + 1], dtype=np.int64)
     for target in ("float32", "float16", "uint8", "int32"):
-        (out,) = run(lambda b, h, t=target: b.cast(h["x"], t), x=x)
+        (out,) = run_graph(lambda b, h, t=target: b.cast(h["x"], t), x=x)
         assert_same(out, _cast_oracle(x, target))
     f = np.array([3e9, -3e9, 1e20, -0.9, 255.9, 256.0, np.nan, -np.inf, 2.0**63, -(2.0**63)], np.float32)
     for target in ("uint8", "int8", "int32", "uint32", "int64", "uint64"):
-        (out,) = run(lambda b, h, t=target: b.cast(h["x"], t), x=f)
+        (out,) = run_graph(lambda b, h, t=target: b.cast(h["x"], t), x=f)
         assert_same(out, _cast_oracle(f, target))
 
 
@@ -414,10 +380,7 @@ ERRORS = [
 def test_validation_errors(op, descs, call, fragment):
     b = GraphBuilder()
     hs = [b.input(f"x{i}", d) for i, d in enumerate(descs)]
-    with pytest.raises(WebNNTypeError) as err:
-        call(b, *hs)
-    assert str(err.value).startswith(f"[lbl] {op}:"), str(err.value)
-    assert fragment in str(err.value), str(err.value)
+    assert_type_error(lambda: call(b, *hs), "lbl", op, fragment)
 
 
 def test_defaults_are_filled_in():
@@ -436,20 +399,6 @@ def test_defaults_are_filled_in():
 
 
 # ------------------------------------------------------------------------------------------- WPT vectors
-
-WPT_DIR = Path(__file__).parents[1] / "data" / "wpt"
-
-
-def wpt_cases(op: str) -> list:
-    """The vendored WPT cases of one operator, for the official runner (py_core.testing.wpt)."""
-    path = WPT_DIR / f"{op}.json"
-    return [pytest.param(c, id=c.name) for c in wpt.load_file(path)] if path.exists() else []
-
-
-def check_wpt_case(case) -> None:
-    result = wpt.run_case(case)
-    assert result.status == wpt.PASS, result.message
-
 
 @pytest.mark.parametrize("case", [c for op in ["reshape", "transpose", "concat", "slice", "split", "expand",
                                                "cast"] for c in wpt_cases(op)])
