@@ -1,8 +1,9 @@
 """Buffers in and out: every AllowSharedBufferSource the spec accepts for each data type (its typed array,
 Uint8Array, ArrayBuffer, SharedArrayBuffer, views on either; Float16Array or Uint16Array bits for float16;
 BigInt64Array/BigUint64Array for the 64-bit types), TypeError for the wrong size or element type, exact
-64-bit and float16 values, the spec's cast of MLNumber constants, and no caller buffer modified or detached
-except by the legacy compute().  https://www.w3.org/TR/webnn/#validate-buffer-with-descriptor
+64-bit and float16 values, the MLNumber cast of constants (the rule of py_core/spec/mlnumber.py), and no
+caller buffer modified or detached except by the legacy compute().
+https://www.w3.org/TR/webnn/#validate-buffer-with-descriptor
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ import struct
 from typing import Any
 
 import pytest
+
+from py_core.spec.mlnumber import cast_number
+from py_core.types import INT_RANGES, DataType
 
 pytestmark = pytest.mark.browser
 
@@ -115,7 +119,7 @@ async () => {
   // float16 data sent as Uint16Array bits means the same numbers inside a graph
   const b = new P.MLGraphBuilder(ctx);
   const h = b.constant({dataType: 'float16', shape: [3]}, Uint16Array.from([0x3c00, 0xc000, 0x3800]));
-  // MLNumber constants are cast as the spec says: clamp and round half to even for integers
+  // MLNumber constants are cast like py_core/spec/mlnumber.py: saturate, truncate toward zero for integers
   const consts = {
     i8: b.constant('int8', 300), u8: b.constant('uint8', -5), i32half: b.constant('int32', 2.5),
     i32half3: b.constant('int32', 3.5), u32nan: b.constant('uint32', NaN), i64big: b.constant('int64', 2n ** 62n + 1n),
@@ -164,13 +168,68 @@ def test_exact_values_for_64_bit_float16_and_cast_constants(webnn_page: Any) -> 
     assert c["padBig"] == [str(2**64 - 1), "7", str(2**64 - 1)]
     assert c["clampInf"] == ["-1.0000000150474662e+30", "1.0000000150474662e+30"]
     assert c["i8"] == ["127"] and c["u8"] == ["0"], "integer casts clamp"
-    assert c["i32half"] == ["2"] and c["i32half3"] == ["4"], "integer casts round half to even"
+    assert c["i32half"] == ["2"] and c["i32half3"] == ["3"], "integer casts truncate toward zero (WPT mlNumber)"
     assert c["u32nan"] == ["0"], "NaN casts to 0"
     assert c["i64big"] == [str(2**62 + 1)] and c["u64max"] == [str(2**64 - 1)] and c["i64clamp"] == [str(2**63 - 1)]
     assert c["f32"] == [repr(struct.unpack("<f", struct.pack("<f", 1 / 3))[0])]
     assert c["f16"] == [str(0x3555)], "1/3 rounds to the nearest float16"
     assert c["f16inf"] == [str(0x7C00)], "beyond the float16 range casts to Infinity"
     assert c["i32num"] == [str(2**31 - 1)]
+
+
+# MLNumber scalars as text, so that NaN, +/-Infinity, -0 and bigints ("...n") cross to the page exactly:
+# halves and fractions both ways, the non-finite values, -0, out of range for some or all integer types,
+# doubles beyond 2^53 (2^63 and 2^64 are exact doubles, at and past the 64-bit bounds), and bigints
+INT_CAST_CASES = [
+    "2.5", "-2.5", "2.7", "-2.7", "0.5", "-0.5", "-0", "NaN", "Infinity", "-Infinity",
+    "127.9", "-128.9", "255.5", "300.9", "-300.9", "4294967295.9", "-2147483648.7", "1e20", "-1e20",
+    "9007199254740994", "9223372036854775808", "-9223372036854775808", "18446744073709551616",
+    "-1n", "7n", "300n", "9007199254740993n", "-9223372036854775809n", "18446744073709551615n", "18446744073709551616n",
+]
+
+INT_CAST_JS = r"""
+async (cases) => {
+  const P = webnnPolyfill;
+  const ctx = await P.ml.createContext();
+  const parse = (s) => (s.endsWith('n') ? BigInt(s.slice(0, -1)) : Number(s));
+  const views = {int8: Int8Array, uint8: Uint8Array, int32: Int32Array, uint32: Uint32Array,
+                 int64: BigInt64Array, uint64: BigUint64Array};
+  const r = {};
+  for (const [dataType, View] of Object.entries(views)) {
+    const b = new P.MLGraphBuilder(ctx);
+    const outputs = {};
+    const out = {};
+    cases.forEach((c, i) => {
+      outputs[`c${i}`] = b.identity(b.constant(dataType, parse(c)));
+      out[`c${i}`] = new View(1);
+    });
+    const res = await ctx.compute(await b.build(outputs), {}, out);
+    r[dataType] = cases.map((c, i) => String(res.outputs[`c${i}`][0]));
+  }
+  ctx.destroy();
+  return r;
+}
+"""
+
+
+def _ml_number(text: str) -> int | float:
+    """The Python MLNumber cast_number takes for a case's text: an int for a bigint, else a float."""
+    return int(text[:-1]) if text.endswith("n") else float(text)
+
+
+def test_integer_scalar_constants_cast_like_cast_number(webnn_page: Any) -> None:
+    """constant(dataType, value) casts like clamp's bounds and pad's value: py_core.spec.mlnumber.cast_number
+    (NaN -> 0, truncate toward zero, saturate), read back through identity for every integer type."""
+    got = webnn_page.evaluate(INT_CAST_JS, INT_CAST_CASES)
+    problems = []
+    for data_type in INT_RANGES:
+        want = [str(cast_number(_ml_number(c), data_type)) for c in INT_CAST_CASES]
+        problems += [f"{data_type.value} constant({c}): got {g}, cast_number gives {w}"
+                     for c, g, w in zip(INT_CAST_CASES, got[data_type.value], want, strict=True) if g != w]
+    assert problems == [], "\n".join(problems)
+    # the WPT vector the rule comes from, and the cases the old round-half-even got wrong
+    assert cast_number(3.9, DataType.INT64) == 3
+    assert got["int8"][INT_CAST_CASES.index("2.7")] == "2" and got["int8"][INT_CAST_CASES.index("-2.7")] == "-2"
 
 
 CALLER_BUFFERS_JS = r"""
