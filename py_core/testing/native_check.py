@@ -137,6 +137,45 @@ def im2col_case(rng: np.random.Generator, case: tuple[Any, ...], layout: str) ->
     return error(got, want), tolerance(c * kh * kw)
 
 
+RESAMPLE_CASES = [  # (shape, axis, output sizes)
+    ((1, 5, 7, 16), 1, (10, 14)), ((2, 3, 4, 6), 2, (9, 2)), ((1, 8, 8, 3), 1, (16, 5)), ((3, 6, 1, 1), 0, (7, 11)),
+]
+
+
+def resample_case(rng: np.random.Generator, shape: tuple[int, ...], axis: int,
+                  sizes: tuple[int, int]) -> tuple[float, float]:
+    """(error, tolerance) of bilinear resampling against the half-pixel formula in float64."""
+    from py_core.kernels.pooling import _source_linear
+
+    x = rng.standard_normal(shape).astype(np.float32)
+    tables = []
+    for in_size, out_size in zip(shape[axis:axis + 2], sizes, strict=True):
+        lo, hi, t = _source_linear(in_size, out_size)
+        tw = t.astype(np.float32)
+        tables.append((lo.astype(np.int32), hi.astype(np.int32), (1 - tw).astype(np.float32), tw))
+    got = native.resample_linear(x, axis, tables[0], tables[1])
+    want = x.astype(np.float64)
+    for ax, (lo, hi, _, tw) in zip((axis, axis + 1), tables, strict=True):
+        shp = [1] * x.ndim
+        shp[ax] = len(lo)
+        t64 = tw.astype(np.float64).reshape(shp)
+        want = want.take(lo, axis=ax) * (1 - t64) + want.take(hi, axis=ax) * t64
+    return error(got, want), tolerance(4)
+
+
+def sigmoid_case(rng: np.random.Generator, size: int, scale: float) -> tuple[float, float]:
+    """(error in ulp, tolerance) of the in-place sigmoid against float64 (WPT allows 34 ulp), subnormal
+    results (inputs below -87) and the overflow edges included."""
+    x = (rng.standard_normal(size) * scale).astype(np.float32)
+    edges = [0.0, 87.0, -87.0, -87.5, -95.0, -103.5, -110.0, 89.0, 200.0]
+    x[:len(edges)] = edges[:size]
+    y = x.copy()
+    native.sigmoid_inplace(y)
+    want = 1 / (1 + np.exp(-x.astype(np.float64)))
+    ulp = np.spacing(want.astype(np.float32)).astype(np.float64)
+    return float(np.max(np.abs(y - want) / ulp)), 4.0
+
+
 def cases() -> Iterator[tuple[str, Any]]:
     """Every check as (name, zero-argument function returning (error, tolerance))."""
     rng = np.random.default_rng(7)
@@ -151,10 +190,15 @@ def cases() -> Iterator[tuple[str, Any]]:
         for layout in ("nchw", "nhwc"):
             yield f"depthwise {case} {layout}", lambda c=case, lay=layout: depthwise_case(rng, c, lay)
             yield f"im2col {case} {layout}", lambda c=case, lay=layout: im2col_case(rng, c, lay)
+    for size, scale in ((1, 1.0), (7, 3.0), (1000, 10.0), (4096, 40.0)):
+        yield f"sigmoid {size} x{scale}", lambda n=size, sc=scale: sigmoid_case(rng, n, sc)
+    for shape, axis, sizes in RESAMPLE_CASES:
+        yield f"resample {shape} axis {axis} -> {sizes}", \
+            lambda s=shape, a=axis, z=sizes: resample_case(rng, s, a, z)
 
 
 def check_all() -> list[dict[str, Any]]:
-    """Run every case: [{"case", "error", "tolerance"}]."""
+    """Run every case: [{"case", "error", "tolerance"}] (sigmoid's error in ulp, the others relative)."""
     out = []
     for name, fn in cases():
         err, tol = fn()

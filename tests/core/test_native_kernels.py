@@ -30,6 +30,23 @@ def test_epilogue_keeps_nan_like_the_numpy_post_ops() -> None:
     assert np.isnan(got).all()
 
 
+@pytest.mark.parametrize("shape,axes,sizes", [((1, 9, 13, 16), (1, 2), (18, 26)), ((1, 6, 5, 7), (2, 3), (3, 11)),
+                                              ((2, 4, 4, 3), (1, 2), (4, 9))])
+def test_resample_is_bit_identical_to_the_numpy_kernel(shape: tuple[int, ...], axes: tuple[int, int],
+                                                      sizes: tuple[int, int]) -> None:
+    from py_core.kernels.pooling import resample2d
+
+    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    x[0, 0, 0, 0], x[-1, -1, -1, -1] = np.inf, np.nan
+    fast = resample2d(x, mode="linear", sizes=sizes, axes=axes)
+    native.use_native(False)
+    try:
+        slow = resample2d(x, mode="linear", sizes=sizes, axes=axes)
+    finally:
+        native.use_native(True)
+    np.testing.assert_array_equal(fast, slow)
+
+
 def test_switching_off_and_on() -> None:
     native.use_native(False)
     try:

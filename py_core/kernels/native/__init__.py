@@ -27,6 +27,8 @@ _SIGNATURES = {
     "wk_im2col_nchw": [_I] * 3 + [_P] + [_I] * 10 + [_P],
     "wk_depthwise_nhwc": [_I] * 4 + [_P, _I, _I, _P] + [_I] * 8 + [_P, _P, _I, _F, _F],
     "wk_depthwise_nchw": [_I] * 4 + [_P, _I, _I, _P] + [_I] * 8 + [_P, _P, _I, _F, _F],
+    "wk_resample_linear": [_I] * 4 + [_P, _I, _I] + [_P] * 9,
+    "wk_sigmoid": [_P, ctypes.c_long],
 }
 
 
@@ -122,3 +124,26 @@ def depthwise(x: np.ndarray, taps: np.ndarray, layout: str, strides: tuple[int, 
     fn(*dims, _ptr(x), kh, kw, _ptr(taps), *strides, *dilations, *pad_top_left, oh, ow, _ptr(y), _ptr(bias),
        act, lo, hi)
     return y
+
+
+def resample_linear(x: np.ndarray, axis: int, rows: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+                    cols: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+    """Bilinear resampling of the adjacent axes (axis, axis + 1) of a contiguous float32 array.
+
+    rows and cols: (source index 0, source index 1, weight 0, weight 1) per output row / column, as int32 and
+    float32 arrays."""
+    assert _LIB is not None
+    shape = x.shape
+    outer = int(np.prod(shape[:axis], dtype=np.int64))
+    inner = int(np.prod(shape[axis + 2:], dtype=np.int64))
+    oh, ow = len(rows[0]), len(cols[0])
+    y = np.empty(shape[:axis] + (oh, ow) + shape[axis + 2:], F32)
+    _LIB.wk_resample_linear(outer, shape[axis], shape[axis + 1], inner, _ptr(x), oh, ow,
+                            *(_ptr(a) for a in rows), *(_ptr(a) for a in cols), _ptr(y))
+    return y
+
+
+def sigmoid_inplace(y: np.ndarray) -> None:
+    """y <- 1 / (1 + exp(-y)) in place on a contiguous float32 array (subnormal results below -87 included)."""
+    assert _LIB is not None
+    _LIB.wk_sigmoid(_ptr(y), y.size)
