@@ -10,7 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from py_core.kernels import native
 from py_core.kernels.common import NumpyFn, unary, wide_type
+
+F32 = np.dtype(np.float32)
 
 
 def with_options(fn: NumpyFn) -> Callable[..., np.ndarray]:
@@ -26,6 +29,8 @@ def with_options(fn: NumpyFn) -> Callable[..., np.ndarray]:
 
 def relu(input: np.ndarray) -> np.ndarray:
     """relu: max(0, x), exact in every type.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-relu-method"""
+    if input.dtype == F32 and native.available():
+        return native.activation(input, native.ACT_CLAMP, 0.0, float("inf"))  # C SIMD: 0.3 vs 3 ms at 800K
     zero = input.dtype.type(0)
     # a select, not np.maximum: 2.8 vs 7.5 ns per float32 element in Pyodide; NaN < 0 is False, NaN stays
     return np.where(input < zero, zero, input)
@@ -35,6 +40,8 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     # 1 / (1 + exp(-x)) in place on one temporary: 11 vs 28 ns per float32 element in Pyodide against the
     # two-branch form.  exp(-x) overflowing to inf gives 1 / inf = 0, so only x below -87 (float32 exp's
     # range) needs the exact tail sigmoid(x) = exp(x) / (1 + exp(x)) = exp(x) there, to keep subnormal results
+    if x.dtype == F32 and native.available():
+        return native.sigmoid(x)  # C SIMD exp, within 2.3 ulp (WPT allows 34): 1 vs 13 ms at 800K elements
     tiny = x < -87
     y = np.negative(x, out=np.empty_like(x))  # out=: an array even for rank 0
     np.exp(y, out=y)
@@ -57,6 +64,8 @@ def _softsign(x: np.ndarray) -> np.ndarray:
 
 def _hard_swish(x: np.ndarray) -> np.ndarray:
     # the spec's x * max(0, min(6, x + 3)) / 6 literally: -inf gives -inf * 0 = NaN, as torch does
+    if x.dtype == F32 and native.available():
+        return native.activation(x, native.ACT_HARD_SWISH)  # the same operations in C, in the same order
     return x * np.minimum(np.maximum(x + 3, 0), 6) / 6
 
 
@@ -91,6 +100,8 @@ def clamp(input: np.ndarray, minValue: float | int, maxValue: float | int) -> np
     https://www.w3.org/TR/webnn/#api-mlgraphbuilder-clamp"""
     lo = np.asarray(minValue, dtype=input.dtype)
     hi = np.asarray(maxValue, dtype=input.dtype)
+    if input.dtype == F32 and native.available():
+        return native.activation(input, native.ACT_CLAMP, float(lo), float(hi))
     # selects (NaN compares False, so a NaN input stays NaN): 3.9 vs 9.4 ns per float32 element in Pyodide
     # against np.minimum(np.maximum(x, lo), hi); lo <= hi is checked by the spec row
     return np.where(input < lo, lo, np.where(input > hi, hi, input))

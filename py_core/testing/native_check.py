@@ -176,6 +176,19 @@ def sigmoid_case(rng: np.random.Generator, size: int, scale: float) -> tuple[flo
     return float(np.max(np.abs(y - want) / ulp)), 4.0
 
 
+def activation_case(rng: np.random.Generator, act: int, lo: float, hi: float) -> tuple[float, float]:
+    """(error, tolerance) of the standalone element-wise activation, odd lengths and edge values included."""
+    x = (rng.standard_normal(1003) * 8).astype(np.float32)
+    x[:5] = [np.inf, -np.inf, -0.0, lo, hi]
+    with np.errstate(invalid="ignore"):
+        got = native.activation(x, act, lo, hi)
+        want = act_ref(x.astype(np.float64), act, lo, hi)
+    finite = np.isfinite(want)
+    # infinities and NaN must come out exactly (NaN where the formula gives NaN); finite values within tolerance
+    same = np.array_equal(got[~finite], want[~finite].astype(np.float32), equal_nan=True)
+    return (error(got[finite], want[finite]) if same else float("inf")), tolerance(2)
+
+
 def cases() -> Iterator[tuple[str, Any]]:
     """Every check as (name, zero-argument function returning (error, tolerance))."""
     rng = np.random.default_rng(7)
@@ -190,6 +203,8 @@ def cases() -> Iterator[tuple[str, Any]]:
         for layout in ("nchw", "nhwc"):
             yield f"depthwise {case} {layout}", lambda c=case, lay=layout: depthwise_case(rng, c, lay)
             yield f"im2col {case} {layout}", lambda c=case, lay=layout: im2col_case(rng, c, lay)
+    for act, lo, hi in EPILOGUES[1:]:
+        yield f"activation act{act} [{lo}, {hi}]", lambda a=act, lo_=lo, hi_=hi: activation_case(rng, a, lo_, hi_)
     for size, scale in ((1, 1.0), (7, 3.0), (1000, 10.0), (4096, 40.0)):
         yield f"sigmoid {size} x{scale}", lambda n=size, sc=scale: sigmoid_case(rng, n, sc)
     for shape, axis, sizes in RESAMPLE_CASES:

@@ -29,6 +29,7 @@ _SIGNATURES = {
     "wk_depthwise_nchw": [_I] * 4 + [_P, _I, _I, _P] + [_I] * 8 + [_P, _P, _I, _F, _F],
     "wk_resample_linear": [_I] * 4 + [_P, _I, _I] + [_P] * 9,
     "wk_sigmoid": [_P, ctypes.c_long],
+    "wk_activation": [_P, _P, ctypes.c_long, _I, _F, _F],
 }
 
 
@@ -147,3 +148,19 @@ def sigmoid_inplace(y: np.ndarray) -> None:
     """y <- 1 / (1 + exp(-y)) in place on a contiguous float32 array (subnormal results below -87 included)."""
     assert _LIB is not None
     _LIB.wk_sigmoid(_ptr(y), y.size)
+
+
+def activation(x: np.ndarray, act: int, lo: float = 0.0, hi: float = 0.0) -> np.ndarray:
+    """A new float32 array act(x) (ACT_CLAMP with [lo, hi], ACT_HARD_SWISH), same shape as x."""
+    assert _LIB is not None
+    src = x if x.flags.c_contiguous else np.copy(x, order="C")  # (ascontiguousarray makes rank 0 rank 1)
+    y = np.empty(src.shape, F32)
+    _LIB.wk_activation(_ptr(src), _ptr(y), src.size, act, lo, hi)
+    return y
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    """A new float32 array 1 / (1 + exp(-x))."""
+    y = np.array(x, dtype=F32, order="C", copy=True)
+    sigmoid_inplace(y)
+    return y

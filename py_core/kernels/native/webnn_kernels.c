@@ -445,3 +445,13 @@ EXPORT void wk_sigmoid(float *y, long count) {
     for (long k = i; k < count; k++) y[k] = v[k - i];
   }
 }
+
+/* --------------------------------------------------------------------------------------------- activations
+ * y = act(x) element-wise (relu and clamp as ACT_CLAMP, hardSwish): the standalone operators, same arithmetic
+ * as the fused store above.
+ */
+EXPORT void wk_activation(const float *x, float *y, long count, int act, float lo, float hi) {
+  long i = 0;
+  for (; i + 4 <= count; i += 4) st(y + i, act4(ld(x + i), act, lo, hi));
+  for (; i < count; i++) y[i] = act1(x[i], act, lo, hi);
+}
