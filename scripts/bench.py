@@ -8,7 +8,8 @@ Every timing is a median and a minimum over repeated runs measured in the same p
 peer it is compared to; the ratios are what to read (this is a shared 2-core machine).  Cases come from
 scripts/bench_models.py (MobileNetV2 and the kernels written in torch, exported to ONNX, and translated to
 the WebNN graph with the same weights; the MediaPipe models through py_core's TFLite loader).
---baseline adds a polyfill page with the compiler and BLAS off (?compiler=0&blas=0): the "before" column.
+--baseline adds a polyfill page with the compiler, the C kernels and BLAS off (?compiler=0&native=0&blas=0): the
+"before" column, NumPy reference kernels only.
 """
 
 from __future__ import annotations
@@ -194,13 +195,15 @@ def run_browser(pw: Any, name: str, base: str, counter: ByteCounter, args: argpa
                 log(f"{name}: {case} failed: {res['error'][:300]}")
             result["cases"][case] = res
         result["pageErrors"] = errors
+        # which engine ran: C kernels loaded (native 1/0) and SciPy BLAS state, from the polyfill's worker
+        result["worker"] = page.evaluate("webnnPolyfill.workerStats()")
         context.close()
         if args.baseline:
-            context, page, _ = open_page(browser, f"{base}/perf/?compiler=0&blas=0")
+            context, page, _ = open_page(browser, f"{base}/perf/?compiler=0&native=0&blas=0")
             for case in args.cases:
                 if case not in index or case in TFLITE_CASES:
                     continue
-                log(f"{name}: {case} (baseline: compiler and BLAS off)")
+                log(f"{name}: {case} (baseline: compiler, C kernels and BLAS off)")
                 try:
                     res = page.evaluate("([n, o]) => perf.run(n, o)",
                                         [case, {"reps": max(3, args.reps // 2), "warmup": 1,
@@ -287,7 +290,7 @@ def summarize(report: dict[str, Any]) -> list[str]:
     lines = []
     for r in report["browsers"]:
         lines.append(f"\n== {r['browser']} {r['version']}  crossOriginIsolated={r.get('crossOriginIsolated')}  "
-                     f"native WebNN: {r.get('native')}")
+                     f"native WebNN: {r.get('native')}  polyfill worker: {r.get('worker')}")
         lines.append(f"{'case':28} {'impl':14} {'median ms':>10} {'min ms':>9} {'runs':>5} {'x ort-1t':>9} "
                      f"{'x ort-2t':>9} {'before':>9}  agreement")
         for case, res in r["cases"].items():

@@ -35,6 +35,8 @@ function install() {
     /** Start loading Pyodide, NumPy and the core now, instead of at the first createContext(). */
     boot: () => runtime.boot().then(() => undefined),
     get bootTimings() { return {...runtime.timings}; },
+    /** The worker's counters: live graphs and tensors, tensor bytes, native (C kernels loaded: 1/0), blas. */
+    workerStats: async () => (await runtime.boot()).request('stats', {}),
     addEventListener: events.addEventListener.bind(events),
     removeEventListener: events.removeEventListener.bind(events),
   };
