@@ -47,6 +47,23 @@ def test_resample_is_bit_identical_to_the_numpy_kernel(shape: tuple[int, ...], a
     np.testing.assert_array_equal(fast, slow)
 
 
+def test_wpt_passes_the_same_with_and_without_the_c_kernels() -> None:
+    """The NumPy kernels stay conformant where the C kernels are not built: the same WPT pass list both ways."""
+    from pathlib import Path
+
+    from py_core.testing import wpt
+
+    data = Path(__file__).resolve().parents[1] / "data" / "wpt"
+    with_c = {r.id for r in wpt.run_dir(data) if r.status == wpt.PASS}
+    native.use_native(False)
+    try:
+        without = {r.id for r in wpt.run_dir(data) if r.status == wpt.PASS}
+    finally:
+        native.use_native(True)
+    assert with_c == without
+    assert len(with_c) > 1000
+
+
 def test_switching_off_and_on() -> None:
     native.use_native(False)
     try:
