@@ -295,22 +295,44 @@ EXPORT void wk_depthwise_nhwc(int N, int H, int W, int C, const float *x, int KH
       }
 }
 
-/* the output columns [lo, hi) whose tap column j lands inside the input row */
-static void valid_columns(int W, int OW, int sw, int pl, int off, int *lo, int *hi) {
-  /* iw = ow * sw - pl + off must satisfy 0 <= iw < W */
-  int first = pl - off;
-  int a = first <= 0 ? 0 : (first + sw - 1) / sw;
-  int last = W - 1 + pl - off; /* ow * sw <= last */
-  int b = last < 0 ? 0 : last / sw + 1;
-  *lo = a;
-  *hi = b < OW ? b : OW;
+#if defined(__clang__)
+#define EVEN_LANES(a, b) __builtin_shufflevector((a), (b), 0, 2, 4, 6)
+#else
+#define EVEN_LANES(a, b) __builtin_shuffle((a), (b), (v4i){0, 2, 4, 6})
+#endif
+
+/* four outputs' inputs along a row: p[0], p[s], p[2s], p[3s] (stride 2 reads p[0..7]) */
+static inline v4 ld_strided(const float *p, int s) {
+  if (s == 1) return ld(p);
+  if (s == 2) return EVEN_LANES(ld(p), ld(p + 4));
+  return (v4){p[0], p[s], p[2 * s], p[3 * s]};
 }
 
-/* NCHW: per channel plane and output row, the row is the accumulator; each tap adds a shifted input row,
- * in vectors along the row when the stride is 1.  Taps in k order (i, j), as the NHWC kernel. */
+/* one output of a channel plane with every tap checked against the borders (zero padding) */
+static inline float dw_point(const float *plane, int H, int W, const float *taps, int KH, int KW, int ih0, int iw0,
+                             int dh, int dw) {
+  float s = 0.0f;
+  for (int i = 0; i < KH; i++) {
+    int ih = ih0 + i * dh;
+    if (ih < 0 || ih >= H) continue;
+    for (int j = 0; j < KW; j++) {
+      int iw = iw0 + j * dw;
+      if (iw < 0 || iw >= W) continue;
+      s += plane[(long)ih * W + iw] * taps[i * KW + j];
+    }
+  }
+  return s;
+}
+
+/* NCHW: per channel plane and output row, four outputs at a time in a register, the taps of the rows inside
+ * the input summed in (i, j) order (as the NHWC kernel); the columns near the borders one at a time. */
 EXPORT void wk_depthwise_nchw(int N, int C, int H, int W, const float *x, int KH, int KW, const float *w,
                               int sh, int sw, int dh, int dw, int pt, int pl, int OH, int OW, float *y,
                               const float *bias, int act, float lo, float hi) {
+  /* vector columns: ow * sw - pl >= 0 for the first tap, and the last tap's last read inside the row */
+  int v_lo = (pl + sw - 1) / sw;
+  int last_read = (KW - 1) * dw - pl + (sw == 2 ? 1 : 0); /* + (ow + 3) * sw <= W - 1 */
+  int v_hi = (W - 1 - last_read) >= 0 ? (W - 1 - last_read) / sw - 3 : -1; /* last vector start, inclusive */
   for (int n = 0; n < N; n++)
     for (int c = 0; c < C; c++) {
       const float *plane = x + ((long)n * C + c) * H * W;
@@ -318,28 +340,22 @@ EXPORT void wk_depthwise_nchw(int N, int C, int H, int W, const float *x, int KH
       float b = bias ? bias[c] : 0.0f;
       for (int oh = 0; oh < OH; oh++) {
         float *row = y + (((long)n * C + c) * OH + oh) * OW;
-        for (int ow = 0; ow < OW; ow++) row[ow] = 0.0f;
-        for (int i = 0; i < KH; i++) {
-          int ih = oh * sh - pt + i * dh;
-          if (ih < 0 || ih >= H) continue;
-          const float *src = plane + (long)ih * W;
-          for (int j = 0; j < KW; j++) {
-            int off = j * dw, lo_c, hi_c;
-            valid_columns(W, OW, sw, pl, off, &lo_c, &hi_c);
-            float t = taps[i * KW + j];
-            const float *s = src - pl + off;
-            int ow = lo_c;
-            if (sw == 1) {
-              v4 tv = splat(t);
-              for (; ow + 4 <= hi_c; ow += 4) st(row + ow, ld(row + ow) + ld(s + ow) * tv);
-            }
-            for (; ow < hi_c; ow++) row[ow] += s[(long)ow * sw] * t;
-          }
-        }
-        /* bias after the taps, as in every kernel here (conv2d then add) */
+        int ih0 = oh * sh - pt;
         int ow = 0;
-        for (; ow + 4 <= OW; ow += 4) st(row + ow, act4(ld(row + ow) + splat(b), act, lo, hi));
-        for (; ow < OW; ow++) row[ow] = act1(row[ow] + b, act, lo, hi);
+        for (; ow < OW && ow < v_lo; ow++)
+          row[ow] = act1(dw_point(plane, H, W, taps, KH, KW, ih0, ow * sw - pl, dh, dw) + b, act, lo, hi);
+        for (; ow <= v_hi && ow + 4 <= OW; ow += 4) {
+          v4 acc = zero4();
+          for (int i = 0; i < KH; i++) {
+            int ih = ih0 + i * dh;
+            if (ih < 0 || ih >= H) continue;
+            const float *src = plane + (long)ih * W + ow * sw - pl;
+            for (int j = 0; j < KW; j++) acc += ld_strided(src + j * dw, sw) * splat(taps[i * KW + j]);
+          }
+          st(row + ow, act4(acc + splat(b), act, lo, hi));
+        }
+        for (; ow < OW; ow++)
+          row[ow] = act1(dw_point(plane, H, W, taps, KH, KW, ih0, ow * sw - pl, dh, dw) + b, act, lo, hi);
       }
     }
 }
