@@ -24,7 +24,7 @@ function copy(src, dst, keep) {
     else if (keep.test(e.name)) py.FS.writeFile(`${dst}/${e.name}`, fs.readFileSync(s));
   }
 }
-copy(path.join(root, 'py_core'), '/home/pyodide/py_core', /\.(py|json)$|\.wasm32\.so$/);
+copy(path.join(root, 'py_core'), '/home/pyodide/py_core', /\.(py|json)$|\.wasm32\.wasm$/);
 copy(modelDir, '/home/pyodide/models', /^(chain1|chain500|mobilenetv2)\.(json|bin)$/);
 py.FS.writeFile('/home/pyodide/bench_models.py', fs.readFileSync(path.join(root, 'scripts', 'bench_models.py')));
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make build` step: compile py_core/kernels/native/webnn_kernels.c twice,
-#   _webnn_kernels.wasm32.so  clang --target=wasm32-unknown-emscripten -msimd128, a Pyodide side module
+#   _webnn_kernels.wasm32.wasm  clang --target=wasm32-unknown-emscripten -msimd128, a Pyodide side module
 #                             (shipped in the core wheel; Pyodide loads it, py_core calls it through ctypes)
 #   _webnn_kernels.host.so    the system C compiler, for CPython (the core tests run the same C code)
 # Needs clang and wasm-ld (Debian: clang, lld); as root with apt-get they are installed when missing.
@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=py_core/kernels/native
 SRC=$DIR/webnn_kernels.c
-WASM=$DIR/_webnn_kernels.wasm32.so
+WASM=$DIR/_webnn_kernels.wasm32.wasm
 HOST=$DIR/_webnn_kernels.host.so
 # no fused multiply-add anywhere (wasm SIMD128 has none): the same rounding in both builds
 FLAGS=(-O3 -std=c11 -ffreestanding -fPIC -ffp-contract=off -Wall -Wextra -Werror)

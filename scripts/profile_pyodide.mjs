@@ -25,7 +25,7 @@ function copy(src, dst, keep) {
     else if (keep.test(e.name)) py.FS.writeFile(`${dst}/${e.name}`, fs.readFileSync(s));
   }
 }
-copy(path.join(root, 'py_core'), '/home/pyodide/py_core', /\.(py|json)$|\.wasm32\.so$/);
+copy(path.join(root, 'py_core'), '/home/pyodide/py_core', /\.(py|json)$|\.wasm32\.wasm$/);
 py.FS.mkdirTree('/home/pyodide/models');
 for (const ext of ['json', 'bin']) {
   py.FS.writeFile(`/home/pyodide/models/m.${ext}`, fs.readFileSync(path.join(modelDir, `${name}.${ext}`)));

@@ -83,6 +83,7 @@ export class Runtime {
       (reason) => this.#workerLost(worker, reason));
     const ready = await worker.request('init', {pyodideURL: this.config.pyodideURL, coreWheelURL: this.coreWheelURL});
     if (ready && ready.snapshot) this.timings.snapshot = {...this.timings.snapshot, worker: ready.snapshot};
+    if (ready && ready.numpy) this.timings.numpy = ready.numpy;  // 'unpacked' or 'loadPackage' (fallback)
     this.worker = worker;
     return worker;
   }

@@ -1,6 +1,7 @@
 // The execution worker: its own Pyodide with NumPy and py_core; handles one message at a time, in order,
 // which is what orders writes, dispatches and reads on each tensor (the MLTensor timeline).
 
+import {installNumpy} from './numpy_install.js';
 import {startPyodide} from './snapshot.js';
 
 let glue = null;
@@ -46,12 +47,13 @@ async function init(msg) {
     {indexURL: msg.pyodideURL, stdout: () => {}, stderr: () => {}, env}, {use: !Object.keys(env).length});
   pyodide = started.py;
   progress('worker-runtime', 'Pyodide started in the worker');
-  // one loadPackage call fetches and unpacks NumPy and the core wheel concurrently
-  await pyodide.loadPackage(['numpy', msg.coreWheelURL], {messageCallback: () => {}});
-  progress('worker-numpy', 'NumPy loaded');
+  // NumPy and the core wheel fetched and unpacked concurrently
+  const [numpy] = await Promise.all([installNumpy(pyodide, msg.pyodideURL),
+    pyodide.loadPackage(msg.coreWheelURL, {messageCallback: () => {}})]);
+  progress('worker-numpy', `NumPy installed (${numpy})`);
   glue = pyodide.pyimport('py_core.bridge.pyodide_glue');
   progress('worker-core', 'core loaded');
-  return {ok: true, snapshot: started.snapshot};
+  return {ok: true, snapshot: started.snapshot, numpy};
 }
 
 // Copy the bytes of a Python memoryview out of the WebAssembly heap, once, into a new ArrayBuffer.

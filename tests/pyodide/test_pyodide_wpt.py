@@ -56,7 +56,7 @@ def test_pyodide_runs_every_case(pyodide_report: dict) -> None:  # type: ignore[
     assert pyodide_report["python"].startswith("3.12")
     assert pyodide_report["numpy"] == "2.0.2"
     # the wasm C kernels (make build) ran the compiled conv2d/gemm/matmul cases, as in the browser's worker
-    assert pyodide_report["native"], "py_core/kernels/native/_webnn_kernels.wasm32.so did not load in Pyodide"
+    assert pyodide_report["native"], "py_core/kernels/native/_webnn_kernels.wasm32.wasm did not load in Pyodide"
     assert len(pyodide_report["results"]) == len(wpt.load_dir(DATA))
 
 

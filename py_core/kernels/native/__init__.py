@@ -1,8 +1,8 @@
 """The C kernels of `webnn_kernels.c` through ctypes: SIMD128 in Pyodide, SSE in CPython, when built.
 
-`make build` compiles the one C source twice: `_webnn_kernels.wasm32.so` (a Pyodide side module, shipped in the
-core wheel) and `_webnn_kernels.host.so` (for CPython, so the core tests run the same code).  Without the file
-for this platform, or with PYODIDE_WEBNN_NATIVE=0, `available()` is False and callers keep their NumPy kernels.
+`make build` compiles the one C source twice: `_webnn_kernels.wasm32.wasm` (a Pyodide side module, shipped in the
+core wheel; not named .so, so Pyodide does not link it on install, and the page's Pyodide never does) and
+`_webnn_kernels.host.so` (for CPython, so the core tests run the same code).  Without the file for this platform, or with PYODIDE_WEBNN_NATIVE=0, `available()` is False and callers keep their NumPy kernels.
 Every function here takes float32 arrays whose layout the caller has checked (`gemm_ok` for products).
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 ACT_NONE, ACT_CLAMP, ACT_HARD_SWISH = 0, 1, 2  # the C file's act codes
 BIAS_NONE, BIAS_PER_ROW, BIAS_PER_COL = 0, 1, 2  # its bias codes
 F32 = np.dtype(np.float32)
-LIB_FILE = "_webnn_kernels.wasm32.so" if sys.platform == "emscripten" else "_webnn_kernels.host.so"
+LIB_FILE = "_webnn_kernels.wasm32.wasm" if sys.platform == "emscripten" else "_webnn_kernels.host.so"
 
 _P, _I, _F = ctypes.c_void_p, ctypes.c_int, ctypes.c_float
 _SIGNATURES = {
