@@ -2,7 +2,8 @@
 
 `make build` compiles the one C source twice: `_webnn_kernels.wasm32.wasm` (a Pyodide side module, shipped in the
 core wheel; not named .so, so Pyodide does not link it on install, and the page's Pyodide never does) and
-`_webnn_kernels.host.so` (for CPython, so the core tests run the same code).  Without the file for this platform, or with PYODIDE_WEBNN_NATIVE=0, `available()` is False and callers keep their NumPy kernels.
+`_webnn_kernels.host.so` (for CPython, so the core tests run the same code).  Without the file for this platform,
+or with PYODIDE_WEBNN_NATIVE=0, `available()` is False and callers keep their NumPy kernels.
 Every function here takes float32 arrays whose layout the caller has checked (`gemm_ok` for products).
 """
 
