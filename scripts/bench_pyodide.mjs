@@ -2,31 +2,11 @@
 // polyfill's worker without the page: per-operator overhead on a 500-operator chain, and MobileNetV2 run
 // many times for memory growth and peak.  Prints one JSON line.
 //   node scripts/bench_pyodide.mjs MODEL_DIR [RUNS]
-import fs from 'fs';
-import os from 'os';
-import path from 'path';
-import {fileURLToPath} from 'url';
+import {copyTree, pyodideWithCore} from './pyodide_node.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const cache = process.env.PYODIDE_WEBNN_CACHE || path.join(os.homedir(), '.cache', 'pyodide-webnn');
-const indexURL = path.join(cache, 'pyodide-0.27.7') + '/';
 const [modelDir, runs = '1000'] = process.argv.slice(2);
-const {loadPyodide} = await import(path.join(indexURL, 'pyodide.mjs'));
-const py = await loadPyodide({indexURL});
-await py.loadPackage(['numpy', 'scipy'], {messageCallback: () => {}});
-
-function copy(src, dst, keep) {
-  py.FS.mkdirTree(dst);
-  for (const e of fs.readdirSync(src, {withFileTypes: true})) {
-    if (e.name === '__pycache__') continue;
-    const s = path.join(src, e.name);
-    if (e.isDirectory()) copy(s, `${dst}/${e.name}`, keep);
-    else if (keep.test(e.name)) py.FS.writeFile(`${dst}/${e.name}`, fs.readFileSync(s));
-  }
-}
-copy(path.join(root, 'py_core'), '/home/pyodide/py_core', /\.(py|json)$|\.wasm32\.wasm$/);
-copy(modelDir, '/home/pyodide/models', /^(chain1|chain500|mobilenetv2)\.(json|bin)$/);
-py.FS.writeFile('/home/pyodide/bench_models.py', fs.readFileSync(path.join(root, 'scripts', 'bench_models.py')));
+const py = await pyodideWithCore();
+copyTree(py, modelDir, '/home/pyodide/models', /^(chain1|chain500|mobilenetv2)\.(json|bin)$/);
 
 const result = await py.runPythonAsync(`
 import json, time, tracemalloc, statistics

@@ -3,34 +3,17 @@
 // summed over runs, largest first.  A tool for kernel work, not part of `make bench`.
 //   node scripts/profile_pyodide.mjs MODEL_DIR NAME [RUNS] [--no-blas] [--no-compiler]
 import fs from 'fs';
-import os from 'os';
 import path from 'path';
-import {fileURLToPath} from 'url';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const cache = process.env.PYODIDE_WEBNN_CACHE || path.join(os.homedir(), '.cache', 'pyodide-webnn');
-const indexURL = path.join(cache, 'pyodide-0.27.7') + '/';
+import {pyodideWithCore} from './pyodide_node.mjs';
+
 const flags = process.argv.slice(2).filter((a) => a.startsWith('--'));
 const [modelDir, name, runs = '20'] = process.argv.slice(2).filter((a) => !a.startsWith('--'));
-const {loadPyodide} = await import(path.join(indexURL, 'pyodide.mjs'));
-const py = await loadPyodide({indexURL});
-await py.loadPackage(['numpy', 'scipy'], {messageCallback: () => {}});
-
-function copy(src, dst, keep) {
-  py.FS.mkdirTree(dst);
-  for (const e of fs.readdirSync(src, {withFileTypes: true})) {
-    if (e.name === '__pycache__') continue;
-    const s = path.join(src, e.name);
-    if (e.isDirectory()) copy(s, `${dst}/${e.name}`, keep);
-    else if (keep.test(e.name)) py.FS.writeFile(`${dst}/${e.name}`, fs.readFileSync(s));
-  }
-}
-copy(path.join(root, 'py_core'), '/home/pyodide/py_core', /\.(py|json)$|\.wasm32\.wasm$/);
+const py = await pyodideWithCore();
 py.FS.mkdirTree('/home/pyodide/models');
 for (const ext of ['json', 'bin']) {
   py.FS.writeFile(`/home/pyodide/models/m.${ext}`, fs.readFileSync(path.join(modelDir, `${name}.${ext}`)));
 }
-py.FS.writeFile('/home/pyodide/bench_models.py', fs.readFileSync(path.join(root, 'scripts', 'bench_models.py')));
 py.globals.set('RUNS', Number(runs));
 py.globals.set('BLAS', !flags.includes('--no-blas'));
 py.globals.set('COMPILER', !flags.includes('--no-compiler'));

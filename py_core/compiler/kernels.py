@@ -410,30 +410,24 @@ class PackedMatmul:
         self.native_fused = fusable
         self.native_act, self.native_posts = (act, lo, hi), self.posts[used:]
 
-    def _native(self, x: np.ndarray) -> np.ndarray:
-        act, lo, hi = self.native_act
-        y = native.sgemm(x.reshape(-1, x.shape[-1]), self.b, bias=self.bias_vec, bias_mode=native.BIAS_PER_COL,
-                         act=act, lo=lo, hi=hi).reshape(self.out_shape)
-        if not self.native_fused:
-            if self.alpha != 1:
-                np.multiply(y, self.alpha, out=y)
-            if self.c is not None:
-                np.add(y, self.c, out=y)
-        for p in self.native_posts:
-            p(y)
-        return y
-
     def __call__(self, a: np.ndarray) -> np.ndarray:
         x = a if a.dtype == F32 else a.astype(F32)
         if self.a_transpose:
             x = x.T
         if native.available() and (x.ndim != 2 or native.gemm_ok(x, self.b)):
-            return self._native(np.ascontiguousarray(x) if x.ndim != 2 else x)
-        y = matmul2d(x.reshape(-1, x.shape[-1]), self.b).reshape(self.out_shape)
-        if self.alpha != 1:
-            np.multiply(y, self.alpha, out=y)
-        if self.c is not None:
-            np.add(y, self.c, out=y)
-        for p in self.posts:
+            act, lo, hi = self.native_act
+            rows = (np.ascontiguousarray(x) if x.ndim != 2 else x).reshape(-1, x.shape[-1])
+            y = native.sgemm(rows, self.b, bias=self.bias_vec, bias_mode=native.BIAS_PER_COL, act=act, lo=lo,
+                             hi=hi).reshape(self.out_shape)
+            fused, posts = self.native_fused, self.native_posts
+        else:
+            y = matmul2d(x.reshape(-1, x.shape[-1]), self.b).reshape(self.out_shape)
+            fused, posts = False, self.posts
+        if not fused:  # alpha and C after the product
+            if self.alpha != 1:
+                np.multiply(y, self.alpha, out=y)
+            if self.c is not None:
+                np.add(y, self.c, out=y)
+        for p in posts:
             p(y)
         return y
