@@ -5,6 +5,7 @@
 
 import {errorFromJson} from './errors.js';
 import {WorkerClient} from './rpc.js';
+import {installWheel} from './wheels.js';
 import {startPyodide} from './snapshot.js';
 
 const STAGES = ['manifest', 'page-runtime', 'page-core', 'worker-runtime', 'worker-numpy', 'worker-core'];
@@ -51,6 +52,7 @@ export class Runtime {
         if (!r.ok) throw new Error(`HTTP ${r.status} for ${this.config.coreManifestURL}`);
         const m = await r.json();
         this.coreWheelURL = new URL(m.wheel, this.config.coreManifestURL).href;
+        this.coreWheelSha256 = m.sha256;
         this.#progress('manifest', 'core manifest loaded');
         return m;
       });
@@ -66,7 +68,7 @@ export class Runtime {
       {indexURL: this.config.pyodideURL, stdout: () => {}, stderr: () => {}}, {make: true});
     this.timings.snapshot = {...this.timings.snapshot, page: snapshot};
     this.#progress('page-runtime', 'Pyodide started on the page');
-    await py.loadPackage(this.coreWheelURL, {messageCallback: () => {}});
+    await installWheel(py, this.coreWheelURL, this.coreWheelSha256);
     const mod = py.pyimport('py_core.bridge.builder_host');
     this.host = mod.HOST;
     this.callJson = this.host.call_json;
@@ -81,9 +83,11 @@ export class Runtime {
       this.config.workerURL,
       (msg) => this.#progress(msg.stage, msg.message),
       (reason) => this.#workerLost(worker, reason));
-    const ready = await worker.request('init', {pyodideURL: this.config.pyodideURL, coreWheelURL: this.coreWheelURL});
+    const ready = await worker.request('init', {pyodideURL: this.config.pyodideURL, coreWheelURL: this.coreWheelURL,
+      coreWheelSha256: this.coreWheelSha256});
     if (ready && ready.snapshot) this.timings.snapshot = {...this.timings.snapshot, worker: ready.snapshot};
     if (ready && ready.numpy) this.timings.numpy = ready.numpy;  // 'unpacked' or 'loadPackage' (fallback)
+    if (ready && ready.stages) this.timings.worker = ready.stages;  // ms on the worker's own clock
     this.worker = worker;
     return worker;
   }

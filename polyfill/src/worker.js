@@ -1,7 +1,7 @@
 // The execution worker: its own Pyodide with NumPy and py_core; handles one message at a time, in order,
 // which is what orders writes, dispatches and reads on each tensor (the MLTensor timeline).
 
-import {installNumpy} from './numpy_install.js';
+import {installNumpy, installWheel} from './wheels.js';
 import {startPyodide} from './snapshot.js';
 
 let glue = null;
@@ -14,7 +14,8 @@ function progress(stage, message) {
 }
 
 // Worker URL switches for comparisons: ?compiler=0 runs graphs as built (no py_core.compiler passes),
-// ?native=0 keeps the C kernels (py_core/kernels/native) off, ?blas=0 never loads SciPy's BLAS.
+// ?native=0 keeps the C kernels (py_core/kernels/native) off, ?blas=0 never loads SciPy's BLAS, ?unpack=0
+// installs NumPy and the core wheel with loadPackage (polyfill/src/wheels.js).
 const switches = new URL(self.location.href).searchParams;
 let blas = switches.get('blas') === '0' ? 'off' : 'idle';
 
@@ -37,7 +38,12 @@ async function maybeLoadBlas(info) {
 }
 
 async function init(msg) {
+  // the worker's own clock, since its first line ran: the page's stage times lag while its thread is busy
+  const t0 = performance.now();
+  const stages = {};
+  const mark = (stage) => { stages[stage] = Math.round(performance.now() - t0); };
   const {loadPyodide, version} = await import(msg.pyodideURL + 'pyodide.mjs');
+  mark('script');
   const env = {};
   if (switches.get('compiler') === '0') env.PYODIDE_WEBNN_COMPILER = '0';
   if (switches.get('native') === '0') env.PYODIDE_WEBNN_NATIVE = '0';
@@ -46,14 +52,18 @@ async function init(msg) {
   const started = await startPyodide(loadPyodide, version,
     {indexURL: msg.pyodideURL, stdout: () => {}, stderr: () => {}, env}, {use: !Object.keys(env).length});
   pyodide = started.py;
+  mark('runtime');
   progress('worker-runtime', 'Pyodide started in the worker');
   // NumPy and the core wheel fetched and unpacked concurrently
-  const [numpy] = await Promise.all([installNumpy(pyodide, msg.pyodideURL),
-    pyodide.loadPackage(msg.coreWheelURL, {messageCallback: () => {}})]);
+  const unpack = {unpack: switches.get('unpack') !== '0'};
+  const [numpy] = await Promise.all([installNumpy(pyodide, msg.pyodideURL, unpack),
+    installWheel(pyodide, msg.coreWheelURL, msg.coreWheelSha256, unpack)]);
+  mark('packages');
   progress('worker-numpy', `NumPy installed (${numpy})`);
   glue = pyodide.pyimport('py_core.bridge.pyodide_glue');
+  mark('core');
   progress('worker-core', 'core loaded');
-  return {ok: true, snapshot: started.snapshot, numpy};
+  return {ok: true, snapshot: started.snapshot, numpy, stages};
 }
 
 // Copy the bytes of a Python memoryview out of the WebAssembly heap, once, into a new ArrayBuffer.

@@ -1,0 +1,65 @@
+"""The worker's engine with and without its fast paths, in real browsers: by default NumPy and the core wheel are
+unpacked (polyfill/src/wheels.js) and the C kernels run; with ?unpack=0&native=0 the worker installs both with
+Pyodide's loadPackage and runs the NumPy kernels.  Both give the float64 answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.browser
+
+BOOT_MS = 240_000
+
+RUN_JS = r"""
+async ({x, w}) => {
+  const ctx = await navigator.ml.createContext();
+  const b = new MLGraphBuilder(ctx);
+  const input = b.input('x', {dataType: 'float32', shape: [1, 8, 6, 6]});
+  const filter = b.constant({dataType: 'float32', shape: [4, 8, 3, 3]}, new Float32Array(w));
+  const graph = await b.build({y: b.sigmoid(b.relu(b.conv2d(input, filter, {padding: [1, 1, 1, 1]})))});
+  const xt = await ctx.createTensor({dataType: 'float32', shape: [1, 8, 6, 6], writable: true});
+  const yt = await ctx.createTensor({dataType: 'float32', shape: [1, 4, 6, 6], readable: true});
+  ctx.writeTensor(xt, new Float32Array(x));
+  ctx.dispatch(graph, {x: xt}, {y: yt});
+  const y = Array.from(new Float32Array(await ctx.readTensor(yt)));
+  return {y, numpy: webnnPolyfill.bootTimings.numpy, stats: await webnnPolyfill.workerStats()};
+}
+"""
+
+
+def _reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """conv2d (padding 1) -> relu -> sigmoid in float64, by the definition."""
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    y = np.zeros((1, 4, 6, 6))
+    for i in range(3):
+        for j in range(3):
+            y += np.einsum("nchw,oc->nohw", xp[:, :, i:i + 6, j:j + 6], w[:, :, i, j].astype(np.float64))
+    return 1 / (1 + np.exp(-np.maximum(y, 0)))
+
+
+@pytest.mark.parametrize("query,numpy_install,native", [("", "unpacked", 1), ("?unpack=0&native=0", "loadPackage", 0)],
+                         ids=["fast-paths", "loadPackage-and-numpy-kernels"])
+def test_worker_engine_paths_agree_with_float64(browser: Any, dev_server: str, query: str, numpy_install: str,
+                                                native: int) -> None:
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((1, 8, 6, 6)).astype(np.float32)
+    w = (rng.standard_normal((4, 8, 3, 3)) * 0.3).astype(np.float32)
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.set_default_timeout(BOOT_MS)
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{dev_server}/perf/{query}")
+        out = page.evaluate(RUN_JS, {"x": x.ravel().tolist(), "w": w.ravel().tolist()})
+    finally:
+        context.close()
+    assert not errors
+    assert out["numpy"] == numpy_install
+    assert out["stats"]["native"] == native
+    got = np.array(out["y"], np.float32).reshape(1, 4, 6, 6)
+    # 72-term float32 sums, then sigmoid (WPT allows 34 ulp for it): far inside 1e-5 of values in (0.5, 1)
+    np.testing.assert_allclose(got, _reference(x, w), rtol=0, atol=1e-5)
