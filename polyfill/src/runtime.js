@@ -8,6 +8,8 @@ import {WorkerClient} from './rpc.js';
 import {installWheel} from './wheels.js';
 import {startPyodide} from './snapshot.js';
 
+// the page's Pyodide waits at most this long for the worker's to start (a cold first visit is about 3-4 s)
+const PAGE_WAIT_LIMIT_MS = 6000;
 const STAGES = ['manifest', 'page-runtime', 'page-core', 'worker-runtime', 'worker-numpy', 'worker-core'];
 
 /** pyodide.mjs's {loadPyodide, version}; a classic worker without module import() falls back to importScripts. */
@@ -32,11 +34,13 @@ export class Runtime {
     this.worker = null;
     this.pagePromise = null;
     this.workerPromise = null;
+    this.workerStarted = null;  // resolves when the worker's Pyodide runs (or failed, or took too long)
     this.t0 = 0;
   }
 
   #progress(stage, message) {
     // Stages after boot (e.g. the worker loading SciPy BLAS for a large graph) are reported, not counted.
+    if (stage === 'worker-runtime' && this.releasePage) this.releasePage();
     if (STAGES.includes(stage)) {
       this.done.add(stage);
       this.timings[stage] = Math.round(performance.now() - this.t0);
@@ -101,11 +105,23 @@ export class Runtime {
   /** Boot whatever is not running yet; resolves when builder and worker are both ready. */
   async boot() {
     if (!this.t0) this.t0 = performance.now();
-    if (!this.pagePromise) {
-      this.pagePromise = this.#bootPage().catch((e) => { this.pagePromise = null; throw e; });
-    }
     if (!this.workerPromise) {
-      this.workerPromise = this.#bootWorker().catch((e) => { this.workerPromise = null; throw e; });
+      // The page's Pyodide starts once the worker's runs: two Pyodides compiling and restoring at once compete
+      // for the cores (Firefox recompiles the 10 MB pyodide.asm.wasm on every visit), and the worker's path
+      // (NumPy, the core, the compiler) is the longer one.
+      this.workerStarted = new Promise((resolve) => {
+        this.releasePage = resolve;
+        setTimeout(resolve, PAGE_WAIT_LIMIT_MS);
+      });
+      this.workerPromise = this.#bootWorker().catch((e) => {
+        this.workerPromise = null;
+        this.releasePage();
+        throw e;
+      });
+    }
+    if (!this.pagePromise) {
+      this.pagePromise = (this.workerStarted || Promise.resolve()).then(() => this.#bootPage())
+        .catch((e) => { this.pagePromise = null; throw e; });
     }
     try {
       const [, worker] = await Promise.all([this.pagePromise, this.workerPromise]);
