@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from pages import open_page
 
 from web.bench.session import dev_server as serve_dev_server
 from web.browsers import launch_args
@@ -32,11 +33,7 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any], browser_n
 def webnn_page(browser: Any, dev_server: str) -> Iterator[Any]:
     """A page of the dev server with the polyfill booted once (createContext done), shared per browser."""
     context = browser.new_context()
-    page = context.new_page()
-    page.set_default_timeout(BOOT_TIMEOUT_MS)
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"{dev_server}/test/smoke.html")
+    page, errors = open_page(context, f"{dev_server}/test/smoke.html", BOOT_TIMEOUT_MS)
     page.evaluate("async () => { window.__ctx = await navigator.ml.createContext(); }")
     page.webnn_errors = errors  # type: ignore[attr-defined]
     yield page

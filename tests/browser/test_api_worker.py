@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from pages import open_page
 
 pytestmark = pytest.mark.browser
 
@@ -19,11 +20,7 @@ WORKER_BOOT_MS = 240_000
 def worker_reports(browser: Any, dev_server: str) -> Iterator[dict[str, Any]]:
     """Both kinds of worker, run side by side in one page; their reports by kind."""
     context = browser.new_context()
-    page = context.new_page()
-    page.set_default_timeout(WORKER_BOOT_MS)
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"{dev_server}/test/worker.html")
+    page, errors = open_page(context, f"{dev_server}/test/worker.html", WORKER_BOOT_MS)
     reports = page.evaluate("() => Promise.all([runWorker('classic'), runWorker('module')])")
     yield {r["kind"]: r for r in reports} | {"pageErrors": errors}
     context.close()

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from pages import open_page
 
 pytestmark = pytest.mark.browser
 
@@ -49,11 +50,7 @@ def test_worker_engine_paths_agree_with_float64(browser: Any, dev_server: str, q
     w = (rng.standard_normal((4, 8, 3, 3)) * 0.3).astype(np.float32)
     context = browser.new_context()
     try:
-        page = context.new_page()
-        page.set_default_timeout(BOOT_MS)
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(f"{dev_server}/perf/{query}")
+        page, errors = open_page(context, f"{dev_server}/perf/{query}", BOOT_MS)
         out = page.evaluate(RUN_JS, {"x": x.ravel().tolist(), "w": w.ravel().tolist()})
     finally:
         context.close()

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from pages import open_page
 
 from py_core.testing.tolerance import OpContext, check, graph_tolerance
 from web.browsers import launch_args
@@ -178,11 +179,7 @@ def test_polyfill_works_beside_present_but_unusable_native_webnn(
         pytest.skip("native WebNN is a Chromium feature")
     browser = playwright.chromium.launch(**launch_args("chromium", native_webnn=True))
     try:
-        page = browser.new_page()
-        page.set_default_timeout(120_000)
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(f"{dev_server}/test/smoke.html")
+        page, errors = open_page(browser, f"{dev_server}/test/smoke.html", 120_000)
         if not page.evaluate("() => !!(webnnPolyfill.native)"):
             pytest.skip("this Chromium build does not expose navigator.ml even with the feature flag")
         report = page.evaluate(NATIVE_PROBE_JS)

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from pages import open_page
 
 from web.browsers import launch_args
 
@@ -111,11 +112,7 @@ def gallery(browser_type: Any, browser_type_launch_args: dict[str, Any], browser
                                     "media.navigator.permission.disabled": True}
     browser = browser_type.launch(**kw)
     context = browser.new_context(viewport={"width": 1280, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"{dev_server}/gallery/samples.html#faces")
+    page, errors = open_page(context, f"{dev_server}/gallery/samples.html#faces", TIMEOUT_MS)
     page.evaluate("window.gallery.ready")
     yield Gallery(page, browser_name, errors)
     context.close()

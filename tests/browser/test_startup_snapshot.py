@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pages import open_page
 
 pytestmark = pytest.mark.browser
 
@@ -44,11 +45,7 @@ DAMAGE = """async (mode) => {
 
 
 def _visit(context: Any, url: str) -> dict[str, Any]:
-    page = context.new_page()
-    page.set_default_timeout(BOOT_MS)
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(url)
+    page, errors = open_page(context, url, BOOT_MS)
     result = page.evaluate(VISIT)
     page.close()
     assert not errors
