@@ -3,6 +3,7 @@ https://www.w3.org/TR/webnn/#api-mlgraphbuilder-pool2d"""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -112,6 +113,18 @@ def _source_linear(in_size: int, out_size: int) -> tuple[np.ndarray, np.ndarray,
     return lo.astype(np.intp), np.ceil(coord).astype(np.intp), coord - lo
 
 
+@functools.lru_cache(maxsize=64)
+def linear_tables(in_size: int, out_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """For the C bilinear kernel: the two source indices (int32) and their float32 weights 1 - t and t per output
+    coordinate, as the NumPy blend below forms them.  Cached: a graph resamples the same sizes on every run."""
+    lo, hi, t = _source_linear(in_size, out_size)
+    tw = t.astype(np.float32)
+    tables = (lo.astype(np.int32), hi.astype(np.int32), (1 - tw).astype(np.float32), tw)
+    for a in tables:
+        a.setflags(write=False)
+    return tables
+
+
 def resample2d(input: np.ndarray, *, mode: str, sizes: Sequence[int], axes: Sequence[int],
                scales: Sequence[float] = ()) -> np.ndarray:
     """resample2d: half-pixel nearest-neighbor or bilinear resampling along two axes.
@@ -122,13 +135,8 @@ def resample2d(input: np.ndarray, *, mode: str, sizes: Sequence[int], axes: Sequ
     if (mode == "linear" and x.dtype == np.float32 and native.available() and w_axis == h_axis + 1
             and x.shape[h_axis] != sizes[0] and x.shape[w_axis] != sizes[1]):
         # the C kernel does the same separable blend in the same order (bit-identical), in one pass
-        def weights(in_size: int, out_size: int) -> tuple[np.ndarray, ...]:
-            lo, hi, t = _source_linear(in_size, out_size)
-            tw = t.astype(np.float32)
-            return lo.astype(np.int32), hi.astype(np.int32), (1 - tw).astype(np.float32), tw
-
-        y = native.resample_linear(np.ascontiguousarray(x), h_axis, weights(x.shape[h_axis], sizes[0]),
-                                   weights(x.shape[w_axis], sizes[1]))
+        y = native.resample_linear(np.ascontiguousarray(x), h_axis, linear_tables(x.shape[h_axis], sizes[0]),
+                                   linear_tables(x.shape[w_axis], sizes[1]))
         return y.astype(input.dtype, copy=False)
     for axis, out_size in zip(axes, sizes, strict=True):
         in_size = x.shape[axis]

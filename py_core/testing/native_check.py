@@ -145,14 +145,10 @@ RESAMPLE_CASES = [  # (shape, axis, output sizes)
 def resample_case(rng: np.random.Generator, shape: tuple[int, ...], axis: int,
                   sizes: tuple[int, int]) -> tuple[float, float]:
     """(error, tolerance) of bilinear resampling against the half-pixel formula in float64."""
-    from py_core.kernels.pooling import _source_linear
+    from py_core.kernels.pooling import linear_tables
 
     x = rng.standard_normal(shape).astype(np.float32)
-    tables = []
-    for in_size, out_size in zip(shape[axis:axis + 2], sizes, strict=True):
-        lo, hi, t = _source_linear(in_size, out_size)
-        tw = t.astype(np.float32)
-        tables.append((lo.astype(np.int32), hi.astype(np.int32), (1 - tw).astype(np.float32), tw))
+    tables = [linear_tables(i, o) for i, o in zip(shape[axis:axis + 2], sizes, strict=True)]
     got = native.resample_linear(x, axis, tables[0], tables[1])
     want = x.astype(np.float64)
     for ax, (lo, hi, _, tw) in zip((axis, axis + 1), tables, strict=True):

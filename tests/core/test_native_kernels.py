@@ -65,6 +65,16 @@ def test_wpt_passes_the_same_with_and_without_the_c_kernels() -> None:
     assert len(with_c) > 1000
 
 
+def test_sigmoid_inplace_on_a_strided_view_writes_only_the_view() -> None:
+    base = np.random.default_rng(5).standard_normal((6, 8)).astype(np.float32) * 10
+    want = base.copy()
+    view = want[:, ::2]
+    expected = 1 / (1 + np.exp(-view.astype(np.float64)))
+    native.sigmoid_inplace(view)
+    np.testing.assert_allclose(want[:, ::2], expected, rtol=1e-6)
+    np.testing.assert_array_equal(want[:, 1::2], base[:, 1::2])
+
+
 def test_switching_off_and_on() -> None:
     native.use_native(False)
     try:

@@ -146,9 +146,13 @@ def resample_linear(x: np.ndarray, axis: int, rows: tuple[np.ndarray, np.ndarray
 
 
 def sigmoid_inplace(y: np.ndarray) -> None:
-    """y <- 1 / (1 + exp(-y)) in place on a contiguous float32 array (subnormal results below -87 included)."""
+    """y <- 1 / (1 + exp(-y)) in place on a float32 array (subnormal results below -87 included); a strided
+    view goes through a contiguous copy."""
     assert _LIB is not None
-    _LIB.wk_sigmoid(_ptr(y), y.size)
+    flat = y if y.flags.c_contiguous else np.copy(y, order="C")
+    _LIB.wk_sigmoid(_ptr(flat), flat.size)
+    if flat is not y:
+        y[...] = flat
 
 
 def activation(x: np.ndarray, act: int, lo: float = 0.0, hi: float = 0.0) -> np.ndarray:
