@@ -35,12 +35,13 @@ export class Runtime {
     this.pagePromise = null;
     this.workerPromise = null;
     this.workerStarted = null;  // resolves when the worker's Pyodide runs (or failed, or took too long)
+    this.releasePage = () => {};  // resolves workerStarted
     this.t0 = 0;
   }
 
   #progress(stage, message) {
     // Stages after boot (e.g. the worker loading SciPy BLAS for a large graph) are reported, not counted.
-    if (stage === 'worker-runtime' && this.releasePage) this.releasePage();
+    if (stage === 'worker-runtime') this.releasePage();
     if (STAGES.includes(stage)) {
       this.done.add(stage);
       this.timings[stage] = Math.round(performance.now() - this.t0);
@@ -120,7 +121,7 @@ export class Runtime {
       });
     }
     if (!this.pagePromise) {
-      this.pagePromise = (this.workerStarted || Promise.resolve()).then(() => this.#bootPage())
+      this.pagePromise = this.workerStarted.then(() => this.#bootPage())
         .catch((e) => { this.pagePromise = null; throw e; });
     }
     try {

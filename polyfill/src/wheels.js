@@ -27,35 +27,36 @@ async function unpackWheel(py, url, sha256) {
   py.runPython('import importlib; importlib.invalidate_caches()');
 }
 
-async function withFallback(py, what, install) {
+// true when install() worked; otherwise says why, so the caller falls back to loadPackage
+async function tryUnpack(what, install) {
   try {
     await install();
-    return 'unpacked';
+    return true;
   } catch (e) {
     console.warn(`WebNN polyfill: ${what} through loadPackage (${e && e.message ? e.message : e})`);
-    return null;
+    return false;
   }
 }
 
 /** Install the wheel at url (sha256: hex digest or undefined); resolves to 'unpacked' or 'loadPackage'.
  *  unpack: false goes straight to loadPackage (the worker's ?unpack=0, for comparisons and tests). */
 export async function installWheel(py, url, sha256, {unpack = true} = {}) {
-  if (unpack && await withFallback(py, url, () => unpackWheel(py, url, sha256))) return 'unpacked';
+  if (unpack && await tryUnpack(url, () => unpackWheel(py, url, sha256))) return 'unpacked';
   await py.loadPackage(url, QUIET);
   return 'loadPackage';
 }
 
 /** Install NumPy into `py` (a Pyodide started from indexURL); resolves to 'unpacked' or 'loadPackage'. */
 export async function installNumpy(py, indexURL, {unpack = true} = {}) {
-  const done = unpack && await withFallback(py, 'NumPy', async () => {
+  const unpackNumpy = async () => {
     const entry = py._api && py._api.lockfile_packages && py._api.lockfile_packages.numpy;
     if (!entry || !entry.file_name || !integrityOf(entry.sha256) || (entry.depends || []).length) {
       throw new Error('no usable numpy entry in the Pyodide lock file');
     }
     await unpackWheel(py, new URL(entry.file_name, indexURL).href, entry.sha256);
     py.loadedPackages.numpy = 'pyodide-webnn (unpacked; extension modules load on import)';
-  });
-  if (done) return done;
+  };
+  if (unpack && await tryUnpack('NumPy', unpackNumpy)) return 'unpacked';
   await py.loadPackage('numpy', QUIET);
   return 'loadPackage';
 }
