@@ -15,7 +15,7 @@ from web.bench.cases import BenchCase, wire_case
 from web.bench.compare import check_outputs, decode_outputs
 from web.bench.probe import IMPLEMENTATIONS, USABLE, VARIANTS, Probe
 from web.bench.results import ERROR, FAIL, INVALID, PASS, UNAVAILABLE, UNSUPPORTED, Result, RunWriter
-from web.bench.session import BrowserSession, Target
+from web.bench.session import BrowserSession, BrowserUnavailable, Target
 
 REFERENCE = "reference"
 DEFAULT_IMPLS = ("polyfill", "native:*")
@@ -158,6 +158,9 @@ class Runner:
         assert item.target is not None
         try:
             session = self.session(item.target)
+        except BrowserUnavailable as e:
+            result.status, result.errors = UNAVAILABLE, [f"{item.target.id} is not installed here: {e}"]
+            return result, {}
         except Exception as e:  # noqa: BLE001
             result.errors = [f"the browser could not be started or reached: {type(e).__name__}: {e}"]
             return result, {}
