@@ -109,6 +109,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "webnn_cases(*specs): the cases a webnn_item test runs (--webnn-cases overrides)"
     )
+    config.addinivalue_line(
+        "markers", "webnn_impl(*specs): the implementations a webnn_item test runs (--webnn-impl overrides)"
+    )
     workerinput = getattr(config, "workerinput", None)
     if workerinput and "webnn_run_dir" in workerinput:
         config.stash[_RUN_DIR_KEY] = Path(workerinput["webnn_run_dir"])
@@ -135,8 +138,10 @@ def _targets(config: pytest.Config) -> list[Target]:
     return local_targets(browsers, native_chromium=native) + [remote_target(e) for e in endpoints]
 
 
-def _impls(config: pytest.Config) -> list[tuple[str, str]]:
-    return expand_impls(config.getoption("--webnn-impl") or DEFAULT_IMPLS)
+def _impls(config: pytest.Config, definition: Any = None) -> list[tuple[str, str]]:
+    """--webnn-impl, else the test's webnn_impl marker, else every implementation and variant."""
+    marked = [s for m in definition.iter_markers("webnn_impl") for s in m.args] if definition is not None else []
+    return expand_impls(config.getoption("--webnn-impl") or marked or DEFAULT_IMPLS)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -146,7 +151,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             s for m in metafunc.definition.iter_markers("webnn_cases") for s in m.args
         ]
         cases = select(specs) if specs else []
-        items = plan(cases, _targets(config), _impls(config))
+        items = plan(cases, _targets(config), _impls(config, metafunc.definition))
         metafunc.parametrize("webnn_item", items, ids=[i.id for i in items])
     elif "webnn_target" in metafunc.fixturenames:
         targets = _targets(config)
