@@ -38,6 +38,10 @@ MIME_TYPES = {
     ".css": "text/css; charset=utf-8",
     ".ts": "text/plain; charset=utf-8",
 }
+# Browsers must not guess a type other than the one we send (a report or JSON sniffed as HTML or script).
+NOSNIFF = {"x-content-type-options": "nosniff"}
+_NOSNIFF_KEYS = {k.encode() for k in NOSNIFF}
+_NOSNIFF_RAW = [(k.encode(), v.encode()) for k, v in NOSNIFF.items()]
 NO_CACHE = "no-cache"
 LONG_CACHE = "public, max-age=86400"
 
@@ -65,6 +69,27 @@ class IsolationHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+class NoSniff:
+    """Pure ASGI middleware: `X-Content-Type-Options: nosniff` on every HTTP response, static files and 404s
+    included."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_header(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in _NOSNIFF_KEYS]
+                message["headers"] = headers + _NOSNIFF_RAW
+            await send(message)
+
+        await self.app(scope, receive, send_with_header)
 
 
 class AssetFiles(StaticFiles):
@@ -144,10 +169,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     async def server_error(request: Request, exc: Exception) -> Response:
         # 500s are answered outside all middleware, so the isolation headers are set here too.
-        return JSONResponse({"detail": "Internal Server Error"}, status_code=500, headers=ISOLATION_HEADERS)
+        headers = {**ISOLATION_HEADERS, **NOSNIFF}
+        return JSONResponse({"detail": "Internal Server Error"}, status_code=500, headers=headers)
 
     app.add_exception_handler(Exception, server_error)
     app.add_middleware(IsolationHeaders)
+    app.add_middleware(NoSniff)
 
     @app.get("/api/health")
     def health() -> Response:

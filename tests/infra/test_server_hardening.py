@@ -291,6 +291,54 @@ def test_unreadable_run_json_is_skipped(tmp_path: Path) -> None:
     assert "20260101-000000-dir" not in page.text and "20260101-000000-dangling" not in page.text
 
 
+# ------------------------------------------------------------------------------------------------- nosniff
+
+
+@pytest.fixture
+def nosniff_client(tmp_path: Path) -> TestClient:
+    assets = tmp_path / "cache" / "pyodide-0.27.7"
+    assets.mkdir(parents=True)
+    (assets / "pyodide.asm.wasm").write_bytes(b"\0asm")
+    _run(tmp_path / "reports" / "20260101-000000-good", {"cases": 1})
+    app = create_app(Settings(cache_dir=tmp_path / "cache", reports_dir=tmp_path / "reports"))
+
+    def boom() -> None:
+        raise RuntimeError("boom")
+
+    app.add_api_route("/boom", boom)
+    return TestClient(app, raise_server_exceptions=False)
+
+
+@pytest.mark.parametrize(
+    "method,path,status",
+    [
+        ("GET", "/", 200),
+        ("GET", "/api/health", 200),
+        ("GET", "/core/manifest.json", 200),
+        ("GET", "/gallery/", 200),
+        ("GET", "/test/smoke.html", 200),
+        ("GET", "/bench/bench.html", 200),
+        ("GET", "/pyodide/pyodide.asm.wasm", 200),
+        ("GET", "/reports/", 200),
+        ("GET", "/api/reports", 200),
+        ("GET", "/reports/20260101-000000-good/", 200),
+        ("GET", "/reports/20260101-000000-good/results.jsonl", 200),
+        ("GET", "/nope", 404),
+        ("GET", "/pyodide/nope.wasm", 404),
+        ("GET", "/reports/nope/", 404),
+        ("GET", "/models/no_such_model.tflite", 404),
+        ("GET", "/core/0000000000000000/x.whl", 404),
+        ("POST", "/pyodide/pyodide.asm.wasm", 405),
+        ("GET", "/boom", 500),
+    ],
+)
+def test_nosniff_on_every_response(nosniff_client: TestClient, method: str, path: str, status: int) -> None:
+    response = nosniff_client.request(method, path)
+    assert response.status_code == status
+    assert response.headers.get_list("x-content-type-options") == ["nosniff"]
+    assert response.headers["cross-origin-opener-policy"] == "same-origin"  # the isolation headers remain
+
+
 # ------------------------------------------------------------------------ traversal in the other path routes
 
 
