@@ -209,7 +209,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def sample_photo(name: str) -> Response:
         # generated from scikit-image on first use (scripts/make_samples.py), not committed
         make_samples = _script(settings.repo_root, "make_samples")
-        path = WEB_DIR / "gallery" / "samples" / f"{name}.png"
+        path = settings.samples_dir / f"{name}.png"
         if name not in make_samples.SAMPLES:
             return JSONResponse({"detail": f"no sample photo '{name}'"}, 404)
         if not path.is_file():

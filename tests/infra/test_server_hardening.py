@@ -6,10 +6,16 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
+import threading
+import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 
 with warnings.catch_warnings():
@@ -19,6 +25,7 @@ with warnings.catch_warnings():
 from web.app import create_app
 from web.bench import report, results
 from web.bench.results import Result
+from web.bench.session import free_port
 from web.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -289,6 +296,73 @@ def test_unreadable_run_json_is_skipped(tmp_path: Path) -> None:
     page = _client(tmp_path, root).get("/reports/")
     assert page.status_code == 200 and "20260101-000000-good" in page.text
     assert "20260101-000000-dir" not in page.text and "20260101-000000-dangling" not in page.text
+
+
+# ------------------------------------------------------------------------------ gallery samples, real server
+
+
+@contextmanager
+def _serve(settings: Settings) -> Iterator[str]:
+    """The real app under uvicorn in a thread, on a free port."""
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def test_concurrent_first_sample_requests(tmp_path: Path) -> None:
+    """Four clients ask for the two sample photos at once on a server that has none yet: every answer is a
+    200 with the whole PNG, and no temporary file is left behind."""
+    pytest.importorskip("skimage")
+    from skimage import data
+    from skimage.io import imread
+
+    repo = tmp_path / "repo"
+    (repo / "scripts").mkdir(parents=True)
+    shutil.copy(ROOT / "scripts" / "make_samples.py", repo / "scripts")
+    settings = Settings(cache_dir=tmp_path / "cache", repo_root=repo, reports_dir=tmp_path / "reports")
+    names = ["astronaut", "cameraman"] * 2
+    barrier = threading.Barrier(len(names))
+    answers: dict[int, httpx.Response] = {}
+
+    with _serve(settings) as url:
+
+        def fetch(i: int) -> None:
+            with httpx.Client(timeout=120) as client:
+                barrier.wait()
+                answers[i] = client.get(f"{url}/gallery/samples/{names[i]}.png")
+
+        threads = [threading.Thread(target=fetch, args=(i,)) for i in range(len(names))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert [answers[i].status_code for i in range(len(names))] == [200] * len(names)
+        assert httpx.get(f"{url}/gallery/samples/nope.png").status_code == 404
+
+    expected = {"astronaut": np.asarray(data.astronaut()), "cameraman": np.asarray(data.camera())}
+    for i, name in enumerate(names):
+        r = answers[i]
+        assert r.headers["content-type"] == "image/png" and r.headers["x-content-type-options"] == "nosniff"
+        path = tmp_path / f"{i}.png"
+        path.write_bytes(r.content)
+        image = imread(path)
+        got = image if image.ndim == 2 else image[..., 0] if name == "cameraman" else image
+        assert np.array_equal(got, expected[name]), name
+    samples = settings.samples_dir
+    assert sorted(p.name for p in samples.iterdir()) == ["astronaut.png", "cameraman.png"]
+    assert all(p.stat().st_mode & 0o044 == 0o044 for p in samples.iterdir())  # readable like other files
 
 
 # ------------------------------------------------------------------------------------------------- nosniff
