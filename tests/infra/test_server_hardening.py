@@ -443,3 +443,18 @@ def test_no_traversal_in_other_routes(tmp_path: Path, path: str) -> None:
     response = _client(tmp_path, tmp_path / "reports").get(path)
     assert response.status_code == 404, (path, response.status_code)
     assert "SECRET" not in response.text and "[project]" not in response.text
+
+
+def test_result_outputs_stay_inside_the_run(tmp_path: Path) -> None:
+    """A results line names its output tensors by a path: one that leads out of the run is not read when the
+    report is built."""
+    run_dir = tmp_path / "reports" / "run"
+    writer = results.RunWriter(run_dir)
+    good = writer.result(_hostile_result(target="chromium"), {"y": np.arange(3, dtype=np.float32)})
+    assert good.outputs is not None
+    np.savez(tmp_path / "outside.npz", o0=np.ones(3), __names__=np.array(["y"]))
+    (run_dir / "outputs" / "link.npz").symlink_to(tmp_path / "outside.npz")
+    loaded = results.load_outputs(run_dir, good.outputs)
+    assert loaded is not None and np.array_equal(loaded["y"], np.arange(3, dtype=np.float32))
+    for rel in ("../../outside.npz", str(tmp_path / "outside.npz"), "outputs/link.npz", "outputs/../../../outside.npz"):
+        assert results.load_outputs(run_dir, rel) is None, rel

@@ -18,6 +18,8 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 
+from web.paths import inside
+
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 NO_STORE = {"cache-control": "no-store"}
 log = logging.getLogger(__name__)
@@ -35,12 +37,6 @@ _FIELDS: dict[str, tuple[Any, str, Any]] = {
         {},
     ),
 }
-
-
-def inside(root: Path, path: Path) -> bool:
-    """Whether `path`'s real location (every symlink resolved) is `root`'s real location or below it."""
-    real_root = os.path.realpath(root)
-    return os.path.commonpath([real_root, os.path.realpath(path)]) == real_root
 
 
 def _read_run(reports_dir: Path, d: Path) -> dict[str, Any]:
