@@ -15,7 +15,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from web.bench.routes import add_report_routes
+from web.bench.routes import REPORT_CSP, add_report_routes
 from web.core_wheel import CoreWheelCache, read_project_meta
 from web.settings import Settings
 
@@ -40,8 +40,6 @@ MIME_TYPES = {
 }
 # Browsers must not guess a type other than the one we send (a report or JSON sniffed as HTML or script).
 NOSNIFF = {"x-content-type-options": "nosniff"}
-_NOSNIFF_KEYS = {k.encode() for k in NOSNIFF}
-_NOSNIFF_RAW = [(k.encode(), v.encode()) for k, v in NOSNIFF.items()]
 NO_CACHE = "no-cache"
 LONG_CACHE = "public, max-age=86400"
 
@@ -71,25 +69,29 @@ class IsolationHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-class NoSniff:
-    """Pure ASGI middleware: `X-Content-Type-Options: nosniff` on every HTTP response, static files and 404s
-    included."""
+class AddHeaders:
+    """Pure ASGI middleware: sets `headers` (replacing any of the same name) on every HTTP response whose path
+    is `prefix` or below it (every response when `prefix` is empty): errors, 404s and static files included."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, headers: dict[str, str], prefix: str = "") -> None:
         self.app = app
+        self.prefix = prefix.rstrip("/")
+        self.names = {k.lower().encode() for k in headers}
+        self.raw = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        path = scope.get("path", "")
+        if scope["type"] != "http" or not (path == self.prefix or path.startswith(self.prefix + "/")):
             await self.app(scope, receive, send)
             return
 
-        async def send_with_header(message: Message) -> None:
+        async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in _NOSNIFF_KEYS]
-                message["headers"] = headers + _NOSNIFF_RAW
+                kept = [(k, v) for k, v in message.get("headers", []) if k.lower() not in self.names]
+                message["headers"] = kept + self.raw
             await send(message)
 
-        await self.app(scope, receive, send_with_header)
+        await self.app(scope, receive, send_with_headers)
 
 
 class AssetFiles(StaticFiles):
@@ -174,7 +176,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.add_exception_handler(Exception, server_error)
     app.add_middleware(IsolationHeaders)
-    app.add_middleware(NoSniff)
+    app.add_middleware(AddHeaders, headers=NOSNIFF)
+    app.add_middleware(AddHeaders, headers=REPORT_CSP, prefix="/reports")
 
     @app.get("/api/health")
     def health() -> Response:

@@ -413,6 +413,30 @@ def test_nosniff_on_every_response(nosniff_client: TestClient, method: str, path
     assert response.headers["cross-origin-opener-policy"] == "same-origin"  # the isolation headers remain
 
 
+@pytest.mark.parametrize(
+    "path,status,csp",
+    [
+        ("/reports/", 200, True),
+        ("/reports", 200, True),
+        ("/reports/20260101-000000-good/", 200, True),
+        ("/reports/20260101-000000-good/results.jsonl", 200, True),
+        ("/reports/20260101-000000-good/run.json", 200, True),
+        ("/reports/nope/", 404, True),
+        ("/reports/nope.html", 404, True),
+        ("/reportsx", 404, False),
+        ("/api/reports", 200, False),
+        ("/gallery/", 200, False),
+        ("/test/smoke.html", 200, False),
+    ],
+)
+def test_reports_run_no_script(nosniff_client: TestClient, path: str, status: int, csp: bool) -> None:
+    """Everything under /reports/ is a document without scripts; the pages that need scripts keep them."""
+    response = nosniff_client.get(path)
+    assert response.status_code == status
+    policy = response.headers.get("content-security-policy", "")
+    assert ("default-src 'none'" in policy and "script-src" not in policy) == csp, policy
+
+
 # ------------------------------------------------------------------------ traversal in the other path routes
 
 

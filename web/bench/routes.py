@@ -22,6 +22,12 @@ from web.paths import inside
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 NO_STORE = {"cache-control": "no-store"}
+# Everything under /reports/ (the listing, report.html, any file a run directory holds) is a document without
+# scripts: inline CSS and SVG only.  Should markup ever slip through, the browser still runs none of it.
+REPORT_CSP = {
+    "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'self'"
+}
 log = logging.getLogger(__name__)
 
 # run.json fields the listing reads: name -> (type check, what the warning says was expected, default)
