@@ -9,4 +9,7 @@ from pathlib import Path
 def inside(root: str | Path, path: str | Path) -> bool:
     """Whether `path`'s real location (every symlink resolved) is `root`'s real location or below it."""
     real_root = os.path.realpath(root)
-    return os.path.commonpath([real_root, os.path.realpath(path)]) == real_root
+    try:
+        return os.path.commonpath([real_root, os.path.realpath(path)]) == real_root
+    except ValueError:  # different drives (Windows): not inside
+        return False
