@@ -8,10 +8,7 @@ import json
 import logging
 import shutil
 import threading
-import time
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -25,7 +22,7 @@ with warnings.catch_warnings():
 from web.app import create_app
 from web.bench import report, results
 from web.bench.results import Result
-from web.bench.session import free_port
+from web.bench.session import free_port, serve_app
 from web.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -301,26 +298,6 @@ def test_unreadable_run_json_is_skipped(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------ gallery samples, real server
 
 
-@contextmanager
-def _serve(settings: Settings) -> Iterator[str]:
-    """The real app under uvicorn in a thread, on a free port."""
-    import uvicorn
-
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-
-
 def test_concurrent_first_sample_requests(tmp_path: Path) -> None:
     """Four clients ask for the two sample photos at once on a server that has none yet: every answer is a
     200 with the whole PNG, and no temporary file is left behind."""
@@ -331,12 +308,14 @@ def test_concurrent_first_sample_requests(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     (repo / "scripts").mkdir(parents=True)
     shutil.copy(ROOT / "scripts" / "make_samples.py", repo / "scripts")
-    settings = Settings(cache_dir=tmp_path / "cache", repo_root=repo, reports_dir=tmp_path / "reports")
+    settings = Settings(
+        port=free_port(), cache_dir=tmp_path / "cache", repo_root=repo, reports_dir=tmp_path / "reports"
+    )
     names = ["astronaut", "cameraman"] * 2
     barrier = threading.Barrier(len(names))
     answers: dict[int, httpx.Response] = {}
 
-    with _serve(settings) as url:
+    with serve_app(settings) as url:
 
         def fetch(i: int) -> None:
             with httpx.Client(timeout=120) as client:
