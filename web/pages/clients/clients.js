@@ -6,7 +6,8 @@
 //
 // Backends: 'wasm' (the client's own WebAssembly path: the reference), 'webnn-polyfill' (this polyfill, even
 // where the browser has its own navigator.ml), 'webnn-native' (the browser's navigator.ml).
-// Every run returns {outputs: [{name, dims, data: Float32Array}], compileMs, firstMs, ms: [per iteration]}.
+// Every run returns {outputs: [{name, dims, data: Float32Array}], compileMs, firstMs, ms: [per iteration]}, and
+// for ORT on WebNN `partitions` (subgraphs its WebNN EP took), for LiteRT.js `fullyAccelerated`.
 
 export const BACKENDS = ['wasm', 'webnn-polyfill', 'webnn-native'];
 
@@ -75,15 +76,53 @@ let ortLoading = null;
 /** onnxruntime-web's ES module, its .wasm/.mjs files served from /vendor/ort/, one WASM thread. */
 export function loadOrt() {
   if (!ortLoading) {
+    hookConsole();
     ortLoading = import('/vendor/ort/ort.mjs').then((mod) => {
       const ort = mod.default || mod;
       ort.env.wasm.wasmPaths = new URL('/vendor/ort/', location.href).href;
       ort.env.wasm.numThreads = 1;
-      ort.env.logLevel = 'error';
+      // info level carries the WebNN EP's partition count (see ortPartitions); capturingConsole drops the rest
+      ort.env.logLevel = 'info';
       return ort;
     });
   }
   return ortLoading;
+}
+
+// ORT's wasm prints through the console functions it finds when it initialises, so the hook that collects its
+// lines is installed once, before that, and reads the current sink.
+let consoleSink = null;
+
+function hookConsole() {
+  for (const k of ['log', 'warn', 'error']) {
+    const original = console[k];
+    console[k] = (...args) => {
+      const line = args.map(String).join(' ');
+      if (consoleSink) consoleSink.push(line);
+      if (!line.includes('[I:onnxruntime')) original.apply(console, args);  // ORT's info lines stay out
+    };
+  }
+}
+
+/** `fn()`'s value and the console lines printed meanwhile. */
+async function capturingConsole(fn) {
+  const lines = [];
+  consoleSink = lines;
+  try {
+    return {value: await fn(), lines};
+  } finally {
+    consoleSink = null;
+  }
+}
+
+/** The WebNN EP's own summary: {partitions, nodes, supported} ("number of partitions supported by WebNN"), or
+ *  null when it printed none (the wasm backend). */
+function ortPartitions(lines) {
+  for (const line of lines) {
+    const m = /partitions supported by WebNN: (\d+) number of nodes in the graph: (\d+) number of nodes supported by WebNN: (\d+)/.exec(line);
+    if (m) return {partitions: Number(m[1]), nodes: Number(m[2]), supported: Number(m[3])};
+  }
+  return null;
 }
 
 /**
@@ -103,8 +142,10 @@ export async function runOrt({model, backend, inputs, iterations = 0}) {
     providers = [{name: 'webnn', context}];
   }
   const t0 = now();
-  const session = await ort.InferenceSession.create(bytes, {executionProviders: providers, logSeverityLevel: 3});
+  const {value: session, lines} = await capturingConsole(
+    () => ort.InferenceSession.create(bytes, {executionProviders: providers, logSeverityLevel: 1}));
   const compileMs = now() - t0;
+  const partitions = ortPartitions(lines);
   try {
     const feeds = Object.fromEntries(Object.entries(inputs).map(
       ([name, v]) => [name, new ort.Tensor('float32', v.data, v.shape)]));
@@ -112,7 +153,7 @@ export async function runOrt({model, backend, inputs, iterations = 0}) {
     const outputs = session.outputNames.map((name) => ({
       name, dims: [...first[name].dims], data: Float32Array.from(first[name].data),
     }));
-    return {outputs, compileMs, firstMs, ms};
+    return {outputs, compileMs, firstMs, ms, partitions};
   } finally {
     await session.release();
     if (context) context.destroy();
