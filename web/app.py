@@ -222,6 +222,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 return JSONResponse({"detail": "scikit-image is needed: pip install -e '.[models]'"}, 404)
         return FileResponse(path, media_type="image/png", headers={"cache-control": NO_CACHE})
 
+    @app.get("/clients/models/{name}.onnx")
+    def client_model(name: str) -> Response:
+        # generated on first use (scripts/client_models.py, torch), cached under build/client-models
+        client_models = _script(settings.repo_root, "client_models")
+        if name not in client_models.MODELS:
+            return JSONResponse({"detail": f"no client model '{name}'"}, 404)
+        out = settings.repo_root / "build" / "client-models"
+        try:
+            client_models.generate(out)
+        except ImportError:
+            return JSONResponse({"detail": "torch and onnx are needed: pip install -e '.[models]'"}, 404)
+        return FileResponse(out / f"{name}.onnx", media_type="application/octet-stream",
+                            headers={"cache-control": NO_CACHE})
+
     add_report_routes(app, settings.reports_dir)  # /reports/: past comparison-bench runs
 
     app.mount("/polyfill", AssetFiles(settings.polyfill_dist, NO_CACHE), name="polyfill")
@@ -234,6 +248,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     bench_models = settings.repo_root / "build" / "bench-models"
     app.mount("/perf/models", AssetFiles(bench_models, NO_CACHE), name="perf-models")
     app.mount("/perf", AssetFiles(WEB_DIR / "pages" / "bench", NO_CACHE, html=True), name="perf")
-    ort_dist = settings.repo_root / "node_modules" / "onnxruntime-web" / "dist"
-    app.mount("/vendor/ort", AssetFiles(ort_dist, LONG_CACHE), name="vendor-ort")
+    node_modules = settings.repo_root / "node_modules"
+    app.mount("/vendor/ort", AssetFiles(node_modules / "onnxruntime-web" / "dist", LONG_CACHE), name="vendor-ort")
+    # the real WebNN clients (web/pages/clients): LiteRT.js (dist/ and wasm/), its loader, the generated models
+    app.mount("/vendor/litert-wasm-utils", AssetFiles(node_modules / "@litertjs" / "wasm-utils" / "dist", LONG_CACHE),
+              name="vendor-litert-wasm-utils")
+    app.mount("/vendor/litert", AssetFiles(node_modules / "@litertjs" / "core", LONG_CACHE), name="vendor-litert")
+    app.mount("/clients", AssetFiles(WEB_DIR / "pages" / "clients", NO_CACHE, html=True), name="clients")
     return app

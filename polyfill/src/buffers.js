@@ -36,15 +36,16 @@ function isArrayBuffer(v) {
 
 /**
  * A Uint8Array over `source` (an AllowSharedBufferSource) after checking it fits `desc`; no copy.
- * `allowLarger` accepts a buffer longer than the tensor (readTensor(tensor, outputData), as WPT expects).
+ * `allowLarger` accepts a buffer longer than the tensor (readTensor(tensor, outputData), as WPT expects);
+ * `anyView` accepts a view of any element type (readTensor/writeTensor in Chromium mode, see compat.js).
  */
-export function bytesFor(source, desc, where, {allowLarger = false} = {}) {
+export function bytesFor(source, desc, where, {allowLarger = false, anyView = false} = {}) {
   let bytes;
   if (isArrayBuffer(source)) {
     bytes = new Uint8Array(source);
   } else if (ArrayBuffer.isView(source)) {
     const kind = typedArrayName.call(source);
-    if (kind !== 'Uint8Array' && !VIEW_TYPES[desc.dataType].includes(kind)) {
+    if (!anyView && kind !== 'Uint8Array' && !VIEW_TYPES[desc.dataType].includes(kind)) {
       throw new TypeError(`${where}: a ${kind || 'DataView'} cannot hold ${desc.dataType} data `
         + `(use ${VIEW_TYPES[desc.dataType].join(' or ')}, Uint8Array or an ArrayBuffer)`);
     }
@@ -61,8 +62,8 @@ export function bytesFor(source, desc, where, {allowLarger = false} = {}) {
 }
 
 /** A private copy of `source` (the spec copies at call time), as a Uint8Array over a new ArrayBuffer. */
-export function copyFor(source, desc, where) {
-  return bytesFor(source, desc, where).slice();
+export function copyFor(source, desc, where, options = {}) {
+  return bytesFor(source, desc, where, options).slice();
 }
 
 const INT_RANGES = {

@@ -18,6 +18,15 @@ function installMode() {
   return (typeof self !== 'undefined' && self.WEBNN_POLYFILL_INSTALL) || 'auto';
 }
 
+/** data-strict on the script tag (any value but "false"), or WEBNN_POLYFILL_STRICT in a worker. */
+function strictMode() {
+  if (typeof document !== 'undefined' && document.currentScript) {
+    const v = document.currentScript.getAttribute('data-strict');
+    return v !== null && v !== 'false';
+  }
+  return !!(typeof self !== 'undefined' && self.WEBNN_POLYFILL_STRICT);
+}
+
 /** Resolved URLs and options; `globalThis.WEBNN_POLYFILL_CONFIG` may override any of them. */
 export function readConfig() {
   const script = scriptURL();
@@ -26,6 +35,8 @@ export function readConfig() {
   return {
     scriptURL: script,
     install: installMode(),
+    // the draft's behaviour where Chromium differs (docs/compatibility.md); default false: Chromium's
+    strict: strictMode(),
     pyodideURL: new URL('pyodide/', root).href,
     coreManifestURL: new URL('core/manifest.json', root).href,
     workerURL: new URL('webnn-worker.js', script).href,

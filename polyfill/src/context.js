@@ -9,6 +9,7 @@ import {
 import {destroyGraphState, makeGraph} from './graph.js';
 import {destroyTensorState, makeTensor} from './tensor.js';
 import {legacyCompute} from './compute.js';
+import {chromiumLimits, isStrict} from './compat.js';
 
 let nextContextId = 1;
 let nextObjectId = 1;
@@ -259,7 +260,9 @@ export class MLContext {
     if (t.destroyed) throw new DOMException(`${where}: the tensor has been destroyed`, 'InvalidStateError');
     if (!t.readable) throw new TypeError(`${where}: the tensor was not created with readable: true`);
     // WPT ("read with larger array") accepts an outputData longer than the tensor
-    if (byob) bytesFor(outputData, t, `${where}: outputData`, {allowLarger: true});
+    // Chromium takes any view of the right byte length (onnxruntime-web reads float32 into an Int8Array)
+    const viewRule = {allowLarger: true, anyView: !isStrict()};
+    if (byob) bytesFor(outputData, t, `${where}: outputData`, viewRule);
     let settle;
     const result = new Promise((resolve, reject) => { settle = {resolve, reject}; });
     t.pending.add(settle.reject);
@@ -268,7 +271,7 @@ export class MLContext {
       if (!byob) { settle.resolve(buffer); return; }
       try {
         // re-validated: outputData may have been detached while the read was queued
-        bytesFor(outputData, t, `${where}: outputData`, {allowLarger: true}).set(new Uint8Array(buffer));
+        bytesFor(outputData, t, `${where}: outputData`, viewRule).set(new Uint8Array(buffer));
         settle.resolve(undefined);
       } catch (e) {
         settle.reject(e);
@@ -290,13 +293,14 @@ export class MLContext {
     // WPT (write / destroy, destroyed context) expects InvalidStateError where the spec text says TypeError
     if (t.destroyed) throw new DOMException(`${where}: the tensor has been destroyed`, 'InvalidStateError');
     if (!t.writable) throw new TypeError(`${where}: the tensor was not created with writable: true`);
-    const bytes = copyFor(inputData, t, `${where}: inputData`);
+    const bytes = copyFor(inputData, t, `${where}: inputData`, {anyView: !isStrict()});
     c.worker.post('write', {ctx: c.id, tid: t.id, data: bytes}, [bytes.buffer]);
   }
 
   /** opSupportLimits(): a fresh MLOpSupportLimits dictionary.  https://www.w3.org/TR/webnn/#api-mlcontext-opsupportlimits */
   opSupportLimits() {
-    return structuredClone(stateOf(contextState, this, 'MLContext.opSupportLimits').runtime.limits);
+    const limits = stateOf(contextState, this, 'MLContext.opSupportLimits').runtime.limits;
+    return isStrict() ? structuredClone(limits) : chromiumLimits(structuredClone(limits));
   }
 
   /** destroy(): release everything; `lost` resolves.  https://www.w3.org/TR/webnn/#api-mlcontext-destroy */
@@ -307,7 +311,7 @@ export class MLContext {
   /** A promise resolved with MLContextLostInfo when the context is lost.  https://www.w3.org/TR/webnn/#dom-mlcontext-lost */
   get lost() { return stateOf(contextState, this, 'MLContext.lost').lostPromise; }
 
-  /** The polyfill runs every graph on the CPU, in a worker: never accelerated. */
+  /** The polyfill runs every graph on the CPU, in a worker: never accelerated.  Strict mode only (compat.js). */
   get accelerated() { stateOf(contextState, this, 'MLContext.accelerated'); return false; }
 
   /** compute(graph, inputs, outputs): legacy one-shot execution that transfers the buffers.

@@ -10,16 +10,21 @@ import {ML, makeML} from './ml.js';
 import {MLOperand} from './operand.js';
 import {MLTensor} from './tensor.js';
 import {Runtime} from './runtime.js';
+import {applyMode} from './compat.js';
+import {routeGlobals} from './routing.js';
 
 const VERSION = '0.1.0';
 
 function install() {
   if (globalThis.webnnPolyfill) return globalThis.webnnPolyfill;
   const config = readConfig();
+  const classes = {ML, MLContext, MLGraph, MLGraphBuilder, MLOperand, MLTensor};
+  applyMode(classes, config.strict);
+  // the browser's own interface objects, before anything here replaces them
+  const nativeClasses = Object.fromEntries(Object.keys(classes).map((n) => [n, globalThis[n]]));
   const events = new EventTarget();
   const runtime = new Runtime(config, events);
   const ml = makeML(runtime);
-  const classes = {ML, MLContext, MLGraph, MLGraphBuilder, MLOperand, MLTensor};
   const nav = globalThis.navigator;
   const hadNative = !!(nav && nav.ml);
   const replace = config.install === 'replace';
@@ -31,6 +36,7 @@ function install() {
     operators: Object.freeze([...OPERATOR_NAMES]),
     native: hadNative ? nav.ml : null,
     installed: false,
+    strict: !!config.strict,
     config,
     /** Start loading Pyodide, NumPy and the core now, instead of at the first createContext(). */
     boot: () => runtime.boot().then(() => undefined),
@@ -53,6 +59,7 @@ function install() {
     }
     api.installed = true;
   }
+  routeGlobals(nativeClasses, classes, api.installed);
   Object.defineProperty(globalThis, 'webnnPolyfill', {value: Object.freeze(api), configurable: true});
   return api;
 }

@@ -2,6 +2,7 @@
 
 import {makeContext} from './context.js';
 import {toDictionary, toEnum} from './idl.js';
+import {isStrict} from './compat.js';
 import {INTERNAL, defineInterface, illegal, stateOf} from './internal.js';
 
 const POWER_PREFERENCES = ['default', 'high-performance', 'low-power'];
@@ -34,7 +35,8 @@ export class ML {
         : toEnum(o.powerPreference, `${where}: options.powerPreference`, POWER_PREFERENCES, 'MLPowerPreference'),
       accelerated: o.accelerated === undefined ? true : Boolean(o.accelerated),
     };
-    if (o.deviceType !== undefined) {
+    // Chromium still validates the legacy deviceType; the draft no longer has it, so strict mode ignores it
+    if (o.deviceType !== undefined && !isStrict()) {
       opts.deviceType = toEnum(o.deviceType, `${where}: options.deviceType`, DEVICE_TYPES, 'MLDeviceType');
     }
     const worker = await runtime.boot();
