@@ -38,3 +38,14 @@ def webnn_page(browser: Any, dev_server: str) -> Iterator[Any]:
     page.webnn_errors = errors  # type: ignore[attr-defined]
     yield page
     context.close()
+
+
+@pytest.fixture(scope="session")
+def webnn_strict_page(browser: Any, dev_server: str) -> Iterator[Any]:
+    """Like webnn_page, with the polyfill in strict mode (data-strict: the draft's behaviour, not Chromium's)."""
+    context = browser.new_context()
+    page, errors = open_page(context, f"{dev_server}/test/strict.html", BOOT_TIMEOUT_MS)
+    page.evaluate("async () => { window.__ctx = await navigator.ml.createContext(); }")
+    page.webnn_errors = errors  # type: ignore[attr-defined]
+    yield page
+    context.close()

@@ -58,8 +58,11 @@ async () => {
   };
   r.state = {
     nativeIsNavigator: N === P.native && N !== P.ml, installed: P.installed,
+    // the interface objects stay the browser's; MLGraphBuilder routes by context over the native prototype
     globalsNative: typeof MLGraphBuilder === 'function' && MLGraphBuilder !== P.MLGraphBuilder
-      && /\[native code\]/.test(Function.prototype.toString.call(MLGraphBuilder)),
+      && /\[native code\]/.test(Function.prototype.toString.call(MLGraphBuilder.prototype.constructor))
+      && ['ML', 'MLContext', 'MLGraph', 'MLOperand', 'MLTensor'].every(
+        (n) => /\[native code\]/.test(Function.prototype.toString.call(globalThis[n]))),
     nativeTag: Object.prototype.toString.call(N),
   };
   let nativeCtx = null;
@@ -99,7 +102,7 @@ async () => {
   await check('polyfill constant(native tensor)', () => pb2.constant(nTensor), 'throw:TypeError', HINT);
 
   // polyfill objects into native WebNN
-  await check('native MLGraphBuilder(polyfill context)', () => new MLGraphBuilder(ctx), 'throw:TypeError');
+  await check('native MLGraphBuilder(polyfill context)', () => new MLGraphBuilder.prototype.constructor(ctx), 'throw:TypeError');
   await check('native dispatch called on a polyfill context', () => MLContext.prototype.dispatch.call(ctx, graph, {x: xt}, {y: yt}), 'throw:TypeError');
   await check('native readTensor called on a polyfill context', () => MLContext.prototype.readTensor.call(ctx, yt), 'reject:TypeError');
   await check('native input() called on a polyfill builder', () => MLGraphBuilder.prototype.input.call(pb2, 'z', {dataType: 'float32', shape: [1]}), 'throw:TypeError');
@@ -148,7 +151,8 @@ async () => {
   return {
     installed: P.installed, navigatorIsPolyfill: navigator.ml === P.ml,
     nativeTag: Object.prototype.toString.call(P.native), nativeIsNative: P.native !== P.ml,
-    globalsPolyfill: ['ML', 'MLContext', 'MLGraph', 'MLGraphBuilder', 'MLOperand', 'MLTensor'].every((n) => globalThis[n] === P[n]),
+    globalsPolyfill: ['ML', 'MLContext', 'MLGraph', 'MLOperand', 'MLTensor'].every((n) => globalThis[n] === P[n])
+      && MLGraphBuilder.prototype === P.MLGraphBuilder.prototype,
     nativeAfter,
   };
 }
@@ -163,3 +167,86 @@ def test_data_install_replace_takes_the_global_names_and_keeps_native_reachable(
     assert r["nativeTag"] == "[object ML]" and r["nativeIsNative"]
     assert r["nativeAfter"] in ("resolve", "reject:NotSupportedError")
     assert not page.webnn_errors
+
+
+ROUTING_JS = r"""
+async () => {
+  const P = webnnPolyfill;
+  const r = {mode: P.installed ? 'polyfill holds the names' : 'native holds the names', errors: []};
+  const threw = (fn) => { try { fn(); return 'ok'; } catch (e) { return e.name; } };
+  const relu = async (ctx, b) => {
+    const x = b.input('x', {dataType: 'float32', shape: [4]});
+    const g = await b.build({y: b.relu(x)});
+    const t = await ctx.createTensor({dataType: 'float32', shape: [4], writable: true});
+    const o = await ctx.createTensor({dataType: 'float32', shape: [4], readable: true});
+    ctx.writeTensor(t, new Float32Array([-1, 2, -3, 4]));
+    ctx.dispatch(g, {x: t}, {y: o});
+    const out = Array.from(new Float32Array(await ctx.readTensor(o)));
+    return {out, x, g, t};
+  };
+  // a client's way: the global constructor, given a polyfill context
+  const ctx = await P.ml.createContext();
+  const b = new MLGraphBuilder(ctx);
+  const poly = await relu(ctx, b);
+  r.polyfill = {
+    result: poly.out, builderIsPolyfill: b instanceof P.MLGraphBuilder, builderInstanceofGlobal: b instanceof MLGraphBuilder,
+    instanceofGlobals: [ctx instanceof MLContext, poly.g instanceof MLGraph, poly.x instanceof MLOperand,
+                        poly.t instanceof MLTensor, P.ml instanceof ML],
+  };
+  r.plainObjects = [{} instanceof MLGraphBuilder, {} instanceof MLContext, {} instanceof MLTensor, 1 instanceof MLGraph];
+  r.withoutNew = threw(() => MLGraphBuilder(ctx));
+  r.notAContext = threw(() => new MLGraphBuilder({}));
+  r.shape = {name: MLGraphBuilder.name, length: MLGraphBuilder.length,
+             protoHasOps: typeof MLGraphBuilder.prototype.conv2d === 'function'};
+  class Sub extends MLGraphBuilder {}
+  r.subclass = Object.getPrototypeOf(new Sub(ctx)) === Sub.prototype;
+  // and the browser's own, when it has a usable one
+  let nctx = null;
+  try { nctx = P.native && await P.native.createContext(); } catch (e) { r.nativeError = e.name; }
+  if (nctx) {
+    const nb = new MLGraphBuilder(nctx);
+    const nat = await relu(nctx, nb);
+    r.native = {
+      result: nat.out, builderIsPolyfill: nb instanceof P.MLGraphBuilder, builderInstanceofGlobal: nb instanceof MLGraphBuilder,
+      instanceofGlobals: [nctx instanceof MLContext, nat.g instanceof MLGraph, nat.x instanceof MLOperand,
+                          nat.t instanceof MLTensor, P.native instanceof ML],
+    };
+  }
+  return r;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def any_browser(browser_name: str, playwright: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """Chromium with its WebNN feature (native navigator.ml present), Firefox as it is (none)."""
+    if browser_name != "chromium":
+        yield request.getfixturevalue("browser")
+        return
+    browser = playwright.chromium.launch(**launch_args("chromium", native_webnn=True))
+    yield browser
+    browser.close()
+
+
+@pytest.mark.parametrize("page_name", ["smoke", "replace"])
+def test_global_builder_routes_by_context_and_instanceof_holds_for_both(
+        page_name: str, any_browser: Any, dev_server: str) -> None:
+    """new MLGraphBuilder(ctx) builds with the implementation that owns ctx, whoever holds the global names;
+    instanceof on the global interfaces is true for the objects of both (issue 14, item 2)."""
+    page = any_browser.new_page()
+    page.set_default_timeout(120_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{dev_server}/test/{page_name}.html")
+    r = page.evaluate(ROUTING_JS)
+    page.close()
+    good = {"result": [0, 2, 0, 4], "builderInstanceofGlobal": True, "instanceofGlobals": [True] * 5}
+    assert r["polyfill"] == {**good, "builderIsPolyfill": True}, r
+    assert r["plainObjects"] == [False] * 4
+    assert r["withoutNew"] == "TypeError" and r["notAContext"] == "TypeError"
+    assert r["shape"] == {"name": "MLGraphBuilder", "length": 1, "protoHasOps": True}
+    assert r["subclass"]
+    if "native" in r:
+        assert r["native"] == {**good, "builderIsPolyfill": False}, r
+    print(f"{r['mode']}: native WebNN {'usable: routed both ways' if 'native' in r else r.get('nativeError', 'absent')}")
+    assert not errors
