@@ -1,0 +1,137 @@
+"""docs/compatibility.md's table, row by row, in the default (Chromium-compatible) mode and in strict mode
+(data-strict: the draft's behaviour).  The rows are read from the document: a row without a check here, or a
+check without a row there, fails.  Strict mode is also reached through WEBNN_POLYFILL_CONFIG.strict (the clients
+page with ?strict), where LiteRT.js fails exactly as it did before the polyfill exposed MLGraph.devices."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pages import open_page
+
+pytestmark = pytest.mark.browser
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "compatibility.md"
+
+OBSERVE_JS = r"""
+async () => {
+  const P = webnnPolyfill;
+  const ctx = await P.ml.createContext();
+  const attempt = async (fn) => { try { const v = await fn(); return v === undefined ? 'ok' : v; } catch (e) { return e.name; } };
+  const obs = {strict: P.strict};
+  const b = new P.MLGraphBuilder(ctx);
+  const x = b.input('x', {dataType: 'float32', shape: [2]});
+  const g = await b.build({y: b.relu(x)});
+  obs['MLGraph.devices'] = {onPrototype: 'devices' in P.MLGraph.prototype,
+                            value: g.devices === undefined ? null : Array.from(g.devices),
+                            frozen: g.devices !== undefined && Object.isFrozen(g.devices)};
+  const tin = await ctx.createTensor({dataType: 'float32', shape: [2], writable: true});
+  const tout = await ctx.createTensor({dataType: 'float32', shape: [2], readable: true});
+  obs['writeTensor(tensor, inputData) view type'] = [
+    await attempt(() => ctx.writeTensor(tin, new DataView(new ArrayBuffer(8)))),
+    await attempt(() => ctx.writeTensor(tin, new Float64Array(1))),
+    await attempt(() => ctx.writeTensor(tin, new Int8Array(new Float32Array([-1, 2]).buffer))),
+    await attempt(() => ctx.writeTensor(tin, new Int8Array(4)))];  // right type, wrong byte length: never
+  ctx.writeTensor(tin, new Float32Array([-1, 2]));
+  ctx.dispatch(g, {x: tin}, {y: tout});
+  obs['readTensor(tensor, outputData) view type'] = [
+    await attempt(async () => { const v = new Int8Array(8); await ctx.readTensor(tout, v); return Array.from(new Float32Array(v.buffer)); }),
+    await attempt(async () => { const v = new DataView(new ArrayBuffer(8)); await ctx.readTensor(tout, v); return v.getFloat32(4, true); })];
+  const limits = ctx.opSupportLimits();
+  obs['opSupportLimits() outputs of gru, lstm, lstmCell'] = Object.fromEntries(['gru', 'lstm', 'lstmCell'].map(
+    (op) => [op, Object.keys(limits[op]).filter((k) => k.startsWith('output')).sort()]));
+  obs['MLContext.accelerated'] = {onPrototype: 'accelerated' in P.MLContext.prototype, value: String(ctx.accelerated)};
+  obs['createContext({deviceType})'] = [
+    await attempt(async () => { (await P.ml.createContext({deviceType: 'gpu'})).destroy(); }),
+    await attempt(async () => { (await P.ml.createContext({deviceType: 'xpu'})).destroy(); })];
+  obs['MLContext.compute()'] = typeof ctx.compute;
+  obs['MLContext.createExportableTensor(), MLContext.exportToGPU()'] = [typeof ctx.createExportableTensor, typeof ctx.exportToGPU];
+  obs['MLTensor.gpuDevice'] = 'gpuDevice' in tin;
+  obs['int4 data type'] = ['input', 'constant', 'output'].map((k) => limits[k].dataTypes.includes('int4'));
+  ctx.destroy();
+  return obs;
+}
+"""
+
+CHROMIUM_OUTPUTS = {"gru": ["output0", "output1"], "lstm": ["output0", "output1", "output2"],
+                    "lstmCell": ["output0", "output1"]}
+DRAFT_OUTPUTS = {"gru": ["outputs"], "lstm": ["outputs"], "lstmCell": ["outputs"]}
+# row -> (observed in default mode, observed in strict mode)
+EXPECTED: dict[str, tuple[Any, Any]] = {
+    "MLGraph.devices": ({"onPrototype": True, "value": ["cpu"], "frozen": True},
+                        {"onPrototype": False, "value": None, "frozen": False}),
+    "readTensor(tensor, outputData) view type": ([[0, 2], 2], ["TypeError", "TypeError"]),
+    "writeTensor(tensor, inputData) view type": (["ok", "ok", "ok", "TypeError"], ["TypeError"] * 4),
+    "opSupportLimits() outputs of gru, lstm, lstmCell": (CHROMIUM_OUTPUTS, DRAFT_OUTPUTS),
+    "MLContext.accelerated": ({"onPrototype": False, "value": "undefined"}, {"onPrototype": True, "value": "false"}),
+    "createContext({deviceType})": (["ok", "TypeError"], ["ok", "ok"]),
+    "MLContext.compute()": ("function", "undefined"),
+    "MLContext.createExportableTensor(), MLContext.exportToGPU()": (["undefined"] * 2, ["undefined"] * 2),
+    "MLTensor.gpuDevice": (False, False),
+    "int4 data type": ([False] * 3, [False] * 3),
+}
+
+
+def table_rows() -> list[str]:
+    """First cells of docs/compatibility.md's deviation table, without the code backticks."""
+    rows = []
+    in_table = False
+    for line in DOC.read_text().splitlines():
+        if line.startswith("| member / behaviour |"):
+            in_table = True
+            continue
+        if in_table and not line.startswith("|"):
+            break
+        if in_table and not line.startswith("| ---"):
+            rows.append(line.split("|")[1].strip().replace("`", ""))
+    return rows
+
+
+def test_every_table_row_has_a_check_and_back() -> None:
+    rows = table_rows()
+    assert len(rows) >= 8
+    assert set(rows) == set(EXPECTED), (sorted(set(rows) - set(EXPECTED)), sorted(set(EXPECTED) - set(rows)))
+
+
+@pytest.mark.parametrize("mode", ["default", "strict"])
+def test_each_deviation_in_default_and_strict_mode(mode: str, request: pytest.FixtureRequest) -> None:
+    page = request.getfixturevalue("webnn_page" if mode == "default" else "webnn_strict_page")
+    obs = page.evaluate(OBSERVE_JS)
+    assert obs.pop("strict") is (mode == "strict")
+    which = 0 if mode == "default" else 1
+    wrong = {row: {"got": obs.get(row), "want": want[which]} for row, want in EXPECTED.items()
+             if obs.get(row) != want[which]}
+    assert not wrong, wrong
+
+
+LITERT_JS = r"""
+async () => {
+  const shape = [1, 224, 224, 3];
+  try {
+    await clients.runLiteRt({model: '/models/hand_landmark_lite.tflite', backend: 'webnn-polyfill',
+                             inputs: [{data: clients.patternInput(shape), shape}]});
+    return {strict: webnnPolyfill.strict, outcome: 'ran'};
+  } catch (e) {
+    return {strict: webnnPolyfill.strict, outcome: `${e.name}: ${e.message}`};
+  }
+}
+"""
+
+
+def test_strict_mode_from_the_config_object_and_litert_needs_graph_devices(browser: Any, dev_server: str) -> None:
+    """WEBNN_POLYFILL_CONFIG.strict gives the draft; LiteRT.js then cannot read MLGraph.devices (issue 14)."""
+    context = browser.new_context()
+    try:
+        page, _ = open_page(context, f"{dev_server}/clients/?strict", 180_000)
+        page.wait_for_function("window.clientsReady === true")
+        if not page.evaluate("clients.hasJspi()"):
+            pytest.skip("no JSPI here: LiteRT.js has no WebNN delegate in this browser")
+        out = page.evaluate(LITERT_JS)
+    finally:
+        context.close()
+    assert out["strict"] is True
+    # Chromium: "Cannot read properties of undefined (reading 'length')"; Firefox: "... is undefined"
+    assert out["outcome"].startswith("TypeError") and re.search(r"length|undefined", out["outcome"]), out
