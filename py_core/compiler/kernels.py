@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from py_core.kernels import native
+from py_core.kernels.convolution import conv2d_nhwc
 from py_core.kernels.matrix import matmul2d
 
 F32 = np.dtype(np.float32)
@@ -180,12 +181,17 @@ class PackedConv2d:
     def __init__(self, filter_hwio: np.ndarray, bias: np.ndarray | None, *, padding: Sequence[int],
                  strides: Sequence[int], dilations: Sequence[int], groups: int, layout: str,
                  out_shape: Sequence[int], posts: Sequence[PostOp],
-                 post_specs: Sequence[tuple[Any, ...]] = ()):
+                 post_specs: Sequence[tuple[Any, ...]] = (), in_hw: Sequence[int] | None = None):
         kh, kw, cg, o = filter_hwio.shape
         self.kh, self.kw, self.o = kh, kw, o
         self.padding, self.strides, self.dilations = tuple(padding), tuple(strides), tuple(dilations)
         self.layout, self.out_shape, self.posts = layout, tuple(out_shape), list(posts)
+        self.groups = groups
         w = filter_hwio.astype(F32)
+        # the NumPy paths below copy the input into a padded buffer: fine for the padding real models use, but
+        # padding far beyond the input and the window (issue #13) takes the reference kernel, which reads only
+        # the taps landing inside the input
+        self.hwio = None if in_hw is None or self._padding_is_small(in_hw) else w
         if groups == 1:
             simple = kh == kw == 1 and self.strides == (1, 1) and not any(self.padding)
             self.mode = "gemm1x1" if simple else "im2col"
@@ -212,6 +218,28 @@ class PackedConv2d:
         self.native_act, self.native_posts = (act, lo, hi), self.posts[used:]
         self.taps_chw = (np.ascontiguousarray(self.w.transpose(2, 0, 1))
                          if self.mode == "depthwise" and layout == "nchw" else None)
+
+    def _padding_is_small(self, in_hw: Sequence[int]) -> bool:
+        """Whether a padded copy of one input plane costs no more than the input plus the im2col columns."""
+        (h, w), (top, bottom, left, right) = in_hw, self.padding
+        oh, ow = self.out_shape[1:3] if self.layout == "nhwc" else self.out_shape[2:4]
+        padded = (h + top + bottom) * (w + left + right)
+        return padded <= 2 * (h * w + oh * ow * self.kh * self.kw) + 4096
+
+    def _reference(self, x: np.ndarray) -> np.ndarray:
+        """The bounded reference convolution (py_core.kernels.convolution), bias and post-ops on its result."""
+        assert self.hwio is not None
+        nhwc = self.layout == "nhwc"
+        out_hw = self.out_shape[1:3] if nhwc else self.out_shape[2:4]
+        y = conv2d_nhwc(x if nhwc else x.transpose(0, 2, 3, 1), self.hwio, padding=self.padding,
+                        strides=self.strides, dilations=self.dilations, groups=self.groups, out_hw=out_hw, wide=F32)
+        if not nhwc:
+            y = np.ascontiguousarray(y.transpose(0, 3, 1, 2))
+        if self.bias is not None:
+            np.add(y, self.bias, out=y)
+        for p in self.posts:
+            p(y)
+        return y
 
     def _taps(self, xp: np.ndarray, oh: int, ow: int, layout: str = "") -> list[tuple[int, int, np.ndarray]]:
         (sh, sw), (dh, dw) = self.strides, self.dilations
@@ -305,6 +333,8 @@ class PackedConv2d:
         if native.available():
             return self._native(np.ascontiguousarray(input, dtype=F32))
         x = input if input.dtype == F32 else input.astype(F32)
+        if self.hwio is not None:
+            return self._reference(x)
         nhwc = self.layout == "nhwc"
         if nhwc:
             n, oh, ow, o = self.out_shape
