@@ -120,9 +120,9 @@ def conv_transpose2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | N
         c1 = max(s.a.stop for s in cols_all)
         p0 = min(s.a.start for s in rows_all)
         p1 = max(s.a.stop for s in rows_all)
-        wbox = c1 - c0
-        for r0, r1, _, _ in tiles(p1 - p0, 1, n * wbox * kh * kw * o * wide.itemsize):
-            xt = x[:, p0 + r0:p0 + r1, c0:c1, :].astype(wide).reshape(-1, c)
+        # tiles of input pixels: each pixel's products with every tap are n x filter-sized at most
+        for r0, r1, t0, t1 in tiles(p1 - p0, c1 - c0, n * kh * kw * o * wide.itemsize):
+            xt = x[:, p0 + r0:p0 + r1, c0 + t0:c0 + t1, :].astype(wide).reshape(-1, c)
             m = xt.shape[0]
             # every input pixel of the tile times every filter tap: [M, KH, KW, groups, O/groups]
             if groups == 1:
@@ -134,9 +134,9 @@ def conv_transpose2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | N
                 for g in range(groups):
                     wg = w[g * cg:(g + 1) * cg].reshape(cg, kh * kw * og)
                     prod[:, :, :, g, :] = matmul2d(xt[:, g * cg:(g + 1) * cg], wg).reshape(m, kh, kw, og)
-            prod = prod.reshape(n, r1 - r0, wbox, kh, kw, o)
+            prod = prod.reshape(n, r1 - r0, t1 - t0, kh, kw, o)
             for r in spans(oh, kh, -top, sh, dh, p0 + r0, p0 + r1):
-                for s in spans(ow, kw, -left, sw, dw, c0, c1):
+                for s in spans(ow, kw, -left, sw, dw, c0 + t0, c0 + t1):
                     y[:, r.b, s.b, :] += prod[:, r.a, s.a, r.tap, s.tap]
     if bias is not None:
         y += bias.astype(wide, copy=False)

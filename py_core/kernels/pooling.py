@@ -156,7 +156,14 @@ def resample2d(input: np.ndarray, *, mode: str, sizes: Sequence[int], axes: Sequ
         y = native.resample_linear(np.ascontiguousarray(x), h_axis, linear_tables(x.shape[h_axis], sizes[0]),
                                    linear_tables(x.shape[w_axis], sizes[1]))
         return y.astype(input.dtype, copy=False)
-    for axis, out_size in zip(axes, sizes, strict=True):
+    order = list(zip(axes, sizes, strict=True))
+    first_out = x.size // x.shape[h_axis] * sizes[0]  # the intermediate after resampling the first axis
+    if first_out > max(x.size, x.size // x.shape[h_axis] // x.shape[w_axis] * sizes[0] * sizes[1]):
+        # the other order's intermediate is at most sqrt(input x output) elements: memory stays bounded by the
+        # larger of the two (linear rounds in another order here, within tolerance; real resizes keep the
+        # spec's order)
+        order.reverse()
+    for axis, out_size in order:
         in_size = x.shape[axis]
         if in_size == out_size:
             continue  # scale 1 samples every input coordinate exactly, in both modes
