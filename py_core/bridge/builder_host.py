@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from py_core.bridge import console
 from py_core.bridge.jsonnum import decode_numbers, dumps
 from py_core.bridge.limits import op_support_limits
 from py_core.builder import BuilderOperand, GraphBuilder
 from py_core.errors import InvalidStateError, UnknownError, WebNNError, internal_error
 from py_core.spec import OPS
+
+console.install()
 
 
 class BuilderHost:

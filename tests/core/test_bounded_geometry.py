@@ -52,7 +52,8 @@ def conv2d_ref(x, w, b, padding, strides, dilations, groups):
     for oy, iy, i in _links(oh, h, kh, -top, strides[0], dilations[0]):
         for ox, ix, j in _links(ow, wd, kw, -left, strides[1], dilations[1]):
             for g in range(groups):
-                y[:, g * og:(g + 1) * og, oy, ox] += x[:, g * cg:(g + 1) * cg, iy, ix] @ w[g * og:(g + 1) * og, :, i, j].T
+                wg = w[g * og:(g + 1) * og, :, i, j]
+                y[:, g * og:(g + 1) * og, oy, ox] += x[:, g * cg:(g + 1) * cg, iy, ix] @ wg.T
     return y if b is None else y + b[None, :, None, None]
 
 
