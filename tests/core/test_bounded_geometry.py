@@ -16,7 +16,7 @@ from helpers import assert_type_error
 from py_core.bridge.worker_host import safe_call
 from py_core.builder import GraphBuilder
 from py_core.errors import OperationError, internal_error
-from py_core.kernels import window
+from py_core.kernels import native, window
 from py_core.runtime.executor import prepare
 
 F32 = np.dtype(np.float32)
@@ -144,10 +144,20 @@ CONV_CASES = [
 ]
 
 
-@pytest.mark.parametrize("constant_filter", [False, True], ids=["reference", "packed"])
+@pytest.fixture(params=["reference", "packed-numpy", "packed-c"])
+def conv_path(request):
+    """Which conv2d runs: the reference kernel (filter an input), the pre-packed one on NumPy or on C."""
+    if request.param == "packed-c" and not native.available():
+        pytest.skip("the C kernels are not built (make build)")
+    was = native.available()
+    native.use_native(request.param == "packed-c")
+    yield request.param
+    native.use_native(was)
+
+
 @pytest.mark.parametrize("layout", ["nchw", "nhwc"])
 @pytest.mark.parametrize("case", range(len(CONV_CASES)))
-def test_conv2d_huge_geometry(case, layout, constant_filter):
+def test_conv2d_huge_geometry(case, layout, conv_path):
     c = CONV_CASES[case]
     x, w = _data(case, *c["x"]), _data(case + 100, *c["w"])
     bias = _data(case + 200, c["w"][0])
@@ -156,7 +166,7 @@ def test_conv2d_huge_geometry(case, layout, constant_filter):
                      c["strides"], c.get("dilations", [1, 1]), c.get("groups", 1))
     xin = x if layout == "nchw" else x.transpose(0, 2, 3, 1)
     got = run_bounded("conv2d", np.ascontiguousarray(xin), {**options, "inputLayout": layout}, w, bias,
-                      constant_filter)
+                      constant_filter=conv_path != "reference")
     _close(got if layout == "nchw" else got.transpose(0, 3, 1, 2), ref)
 
 
