@@ -17,6 +17,7 @@ import numpy as np
 from py_core.kernels import native
 from py_core.kernels.convolution import conv2d_nhwc
 from py_core.kernels.matrix import matmul2d
+from py_core.kernels.window import MAX_IM2COL_BYTES
 
 F32 = np.dtype(np.float32)
 PostOp = Callable[[np.ndarray], None]
@@ -190,10 +191,16 @@ class PackedConv2d:
         w = filter_hwio.astype(F32)
         # the NumPy paths below copy the input into a padded buffer: fine for the padding real models use, but
         # padding far beyond the input and the window (issue #13) takes the reference kernel, which reads only
-        # the taps landing inside the input
-        self.hwio = None if in_hw is None or self._padding_is_small(in_hw) else w
+        # the taps landing inside the input; an im2col matrix past MAX_IM2COL_BYTES takes it on C too (it
+        # builds the matrix tile by tile)
+        oh, ow = out_shape[1:3] if layout == "nhwc" else out_shape[2:4]
+        cols_bytes = (out_shape[0] if layout == "nhwc" else 1) * oh * ow * kh * kw * cg * F32.itemsize
+        numpy_only = in_hw is not None and not self._padding_is_small(in_hw)
+        simple = kh == kw == 1 and self.strides == (1, 1) and not any(self.padding)  # no im2col at all
+        whole_too_big = groups == 1 and not simple and cols_bytes > MAX_IM2COL_BYTES
+        self.reference = "always" if whole_too_big else "numpy" if numpy_only else ""
+        self.hwio = w if self.reference else None
         if groups == 1:
-            simple = kh == kw == 1 and self.strides == (1, 1) and not any(self.padding)
             self.mode = "gemm1x1" if simple else "im2col"
             if layout == "nhwc":  # [M, KH*KW*C] x [KH*KW*C, O]
                 self.w = np.ascontiguousarray(w.reshape(kh * kw * cg, o))
@@ -330,10 +337,10 @@ class PackedConv2d:
         return y
 
     def __call__(self, input: np.ndarray) -> np.ndarray:
-        if native.available():
+        if native.available() and self.reference != "always":
             return self._native(np.ascontiguousarray(input, dtype=F32))
         x = input if input.dtype == F32 else input.astype(F32)
-        if self.hwio is not None:
+        if self.reference:
             return self._reference(x)
         nhwc = self.layout == "nhwc"
         if nhwc:

@@ -50,13 +50,18 @@ def conv2d_nhwc(x: np.ndarray, w: np.ndarray, *, padding: Sequence[int], strides
         return acc.reshape(n, oh, ow, o)
     y = np.empty((n, oh, ow, o), dtype=wide)
     w2 = w.reshape(k * cg, o) if groups == 1 else None
+    buffer = None  # one im2col buffer for every tile: the next tile never allocates beside the last
     for r0, r1, c0, c1 in tiles(oh, ow, n * k * c * wide.itemsize):
         rows, cols_ = spans(h, kh, -top, sh, dh, r0, r1), spans(wd, kw, -left, sw, dw, c0, c1)
         th, tw = r1 - r0, c1 - c0
+        if buffer is None:
+            buffer = np.empty(n * th * tw * k * c, dtype=wide)
+        # im2col: every tap's [N, OH, OW, C] slab side by side; taps that fall in padding read zero
+        cols5 = buffer[:n * th * tw * k * c].reshape(n, th, tw, k, c)
         covered = (len(rows) == kh and len(cols_) == kw and all(sp.a == slice(0, th) for sp in rows)
                    and all(sp.a == slice(0, tw) for sp in cols_))
-        # im2col: every tap's [N, OH, OW, C] slab side by side; taps that fall in padding stay zero
-        cols5 = (np.empty if covered else np.zeros)((n, th, tw, k, c), dtype=wide)
+        if not covered:
+            cols5.fill(0)
         for r in rows:
             for s in cols_:
                 cols5[:, r.a, s.a, r.tap * kw + s.tap, :] = x[:, r.b, s.b, :]

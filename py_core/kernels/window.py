@@ -16,6 +16,9 @@ from typing import NamedTuple
 # A kernel's temporary buffers (im2col columns, convTranspose2d's per-tap products) are cut into tiles of at
 # most this many bytes: memory then scales with the output and the filter, never with their product.
 SCRATCH_BYTES = 64 << 20
+# The pre-packed conv2d (py_core.compiler.kernels) builds its im2col matrix whole, on NumPy or C; past this
+# size it hands over to the tiled reference kernel (a 1024x1024 3x3x64 layer would need 2.4 GB at once).
+MAX_IM2COL_BYTES = 256 << 20
 
 
 class Span(NamedTuple):

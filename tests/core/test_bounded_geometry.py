@@ -301,3 +301,32 @@ def test_unexpected_errors_keep_python_text_out_of_the_message(caplog):
     # the worker's entry point: the same, as the JSON the page receives
     error_json, result = safe_call(np.empty, 2**62)
     assert result is None and "array is too big" not in error_json and "OperationError" in error_json
+
+
+def test_packed_conv2d_past_the_im2col_limit_runs_tiled(conv_path):
+    """A pre-packed conv2d whose whole im2col matrix would pass MAX_IM2COL_BYTES (404 MB here) builds it tile
+    by tile through the reference kernel, on NumPy and with the C kernels loaded."""
+    if conv_path == "reference":
+        pytest.skip("the reference kernel is tiled by construction (the cases above)")
+    x, w = _data(1, 1, 32, 260, 260), _data(2, 4, 32, 7, 7)
+    oh = 260 - 7 + 1
+    assert oh * oh * 7 * 7 * 32 * 4 > window.MAX_IM2COL_BYTES
+    b = GraphBuilder()
+    y = b.conv2d(b.input("x", {"dataType": "float32", "shape": list(x.shape)}),
+                 b.constant({"dataType": "float32", "shape": list(w.shape)}, w), label="wide")
+    exe = prepare(b.build({"y": y}))
+    assert exe.steps[0].call.reference == "always"
+    tracemalloc.start()
+    try:
+        got = exe.run({"x": x})["y"]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < window.SCRATCH_BYTES + (16 << 20), f"{peak / 2**20:.1f} MiB"
+    # the definition, unpadded and stride 1: one product per tap over the shifted input
+    ref = np.zeros((1, 4, oh, oh))
+    for i in range(7):
+        for j in range(7):
+            ref += np.einsum("nchw,oc->nohw", x[:, :, i:i + oh, j:j + oh].astype(np.float64), w[:, :, i, j])
+    # sums of 1568 float32 products: absolute rounding errors reach about 1e-4 to 1e-3
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=2e-3)
