@@ -33,6 +33,7 @@ def conv2d_nhwc(x: np.ndarray, w: np.ndarray, *, padding: Sequence[int], strides
     """conv2d of a channels-last input with an [KH, KW, C/groups, O] filter: the [N, OH, OW, O] sums in `wide`.
     Only taps landing inside the input are read (no padded copy); im2col columns are built tile by tile."""
     kh, kw, cg, o = w.shape
+    x = np.ascontiguousarray(x, dtype=wide)  # one copy (as the padded copy was): every tap then reads rows of C
     n, h, wd, c = x.shape
     (oh, ow), (sh, sw), (dh, dw) = out_hw, strides, dilations
     top, _, left, _ = padding
@@ -40,13 +41,22 @@ def conv2d_nhwc(x: np.ndarray, w: np.ndarray, *, padding: Sequence[int], strides
     if groups > 1 and cg == 1:
         # depthwise (one input channel per group): per-tap multiply-adds into an output-sized accumulator
         wdw = w.reshape(kh, kw, groups, og)
-        acc = np.zeros((n, oh, ow, groups, og), dtype=wide)
+        acc = np.empty((n, oh, ow, groups, og), dtype=wide)
         tmp = np.empty_like(acc)
-        for r in spans(h, kh, -top, sh, dh, 0, oh):
-            for s in spans(wd, kw, -left, sw, dw, 0, ow):
-                t = tmp[:, r.a, s.a]
-                np.multiply(x[:, r.b, s.b, :, None], wdw[r.tap, s.tap], out=t)
-                acc[:, r.a, s.a] += t
+        pairs = [(r, s) for r in spans(h, kh, -top, sh, dh, 0, oh) for s in spans(wd, kw, -left, sw, dw, 0, ow)]
+        full = [r.a == slice(0, oh) and s.a == slice(0, ow) for r, s in pairs]
+        # a tap every output reads goes first (the centre one under "same" padding) and initialises acc;
+        # without one, acc starts at zero (taps in the padding add nothing)
+        first = full.index(True) if True in full else None
+        if first is None:
+            acc.fill(0)
+        else:
+            r, s = pairs.pop(first)
+            np.multiply(x[:, r.b, s.b, :, None], wdw[r.tap, s.tap], out=acc)
+        for r, s in pairs:
+            t = tmp[:, r.a, s.a]
+            np.multiply(x[:, r.b, s.b, :, None], wdw[r.tap, s.tap], out=t)
+            acc[:, r.a, s.a] += t
         return acc.reshape(n, oh, ow, o)
     y = np.empty((n, oh, ow, o), dtype=wide)
     w2 = w.reshape(k * cg, o) if groups == 1 else None

@@ -64,22 +64,27 @@ def _pool(kind: str, input: np.ndarray, windowDimensions: Sequence[int], padding
         fill: float | int = -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
     else:
         fill = 0
+    # in the input's own layout: pools are per channel, so no transposing copy on the way in or out
+    xl = input
     if kind == "l2":
-        xw = x.astype(dtype)
-        x = xw * xw
+        xw = input.astype(dtype)
+        xl = xw * xw
+    h_axis, w_axis = (2, 3) if layout == "nchw" else (1, 2)
     # the window is a product of its two axes: reduce one axis, then the other, the smaller intermediate first
     if oh * w <= h * ow:
-        acc = _reduce_axis(_reduce_axis(x, 1, rows, oh, kind, fill, dtype), 2, cols, ow, kind, fill, dtype)
+        acc = _reduce_axis(_reduce_axis(xl, h_axis, rows, oh, kind, fill, dtype), w_axis, cols, ow, kind, fill,
+                           dtype)
     else:
-        acc = _reduce_axis(_reduce_axis(x, 2, cols, ow, kind, fill, dtype), 1, rows, oh, kind, fill, dtype)
+        acc = _reduce_axis(_reduce_axis(xl, w_axis, cols, ow, kind, fill, dtype), h_axis, rows, oh, kind, fill,
+                           dtype)
     if kind == "average":
         # the average excludes padding (and anything past the input) from the count, as WPT expects;
         # an all-padding window averages to 0 rather than 0/0
-        count = np.outer(_tap_counts(rows, oh), _tap_counts(cols, ow))
-        acc /= np.maximum(count, 1).astype(dtype)[None, :, :, None]
+        count = np.maximum(np.outer(_tap_counts(rows, oh), _tap_counts(cols, ow)), 1).astype(dtype)
+        acc /= count if layout == "nchw" else count[:, :, None]
     elif kind == "l2":
         np.sqrt(acc, out=acc)
-    return from_nhwc(acc, layout, input.dtype)
+    return acc.astype(input.dtype, copy=False)
 
 
 def _tap_counts(taps: list[Span], size: int) -> np.ndarray:
