@@ -173,7 +173,7 @@ def safe_call(fn: Callable[..., Any], *args: Any) -> list[Any]:
     except WebNNError as e:
         return [json.dumps(e.to_json()), None]
     except Exception as e:  # logged with its traceback; the page gets a WebNN error without Python text
-        return [json.dumps(internal_error(getattr(fn, "__name__", "worker"), e).to_json()), None]
+        return [json.dumps(internal_error(getattr(fn, "__name__", "worker").lstrip("_"), e).to_json()), None]
 
 
 HOST = WorkerHost()

@@ -199,7 +199,6 @@ class PackedConv2d:
         simple = kh == kw == 1 and self.strides == (1, 1) and not any(self.padding)  # no im2col at all
         whole_too_big = groups == 1 and not simple and cols_bytes > MAX_IM2COL_BYTES
         self.reference = "always" if whole_too_big else "numpy" if numpy_only else ""
-        self.hwio = w if self.reference else None
         if groups == 1:
             self.mode = "gemm1x1" if simple else "im2col"
             if layout == "nhwc":  # [M, KH*KW*C] x [KH*KW*C, O]
@@ -235,10 +234,16 @@ class PackedConv2d:
 
     def _reference(self, x: np.ndarray) -> np.ndarray:
         """The bounded reference convolution (py_core.kernels.convolution), bias and post-ops on its result."""
-        assert self.hwio is not None
         nhwc = self.layout == "nhwc"
         out_hw = self.out_shape[1:3] if nhwc else self.out_shape[2:4]
-        y = conv2d_nhwc(x if nhwc else x.transpose(0, 2, 3, 1), self.hwio, padding=self.padding,
+        # the packed weights seen as [KH, KW, C/groups, O] again (a view: weights stay held once)
+        if self.mode == "depthwise":
+            hwio = self.w.reshape(self.kh, self.kw, 1, self.o)
+        elif nhwc:
+            hwio = self.w.reshape(self.kh, self.kw, -1, self.o)
+        else:
+            hwio = self.w.reshape(self.o, -1, self.kh, self.kw).transpose(2, 3, 1, 0)
+        y = conv2d_nhwc(x if nhwc else x.transpose(0, 2, 3, 1), hwio, padding=self.padding,
                         strides=self.strides, dilations=self.dilations, groups=self.groups, out_hw=out_hw, wide=F32)
         if not nhwc:
             y = np.ascontiguousarray(y.transpose(0, 3, 1, 2))
