@@ -22,15 +22,20 @@ async ({op, x, xShape, w, wShape, bias, options, constantFilter, label}) => {
   const f32 = (shape) => ({dataType: 'float32', shape});
   try {
     const input = b.input('x', f32(xShape));
-    const filter = constantFilter ? b.constant(f32(wShape), new Float32Array(w)) : b.input('w', f32(wShape));
-    const biasOp = b.constant(f32([bias.length]), new Float32Array(bias));
-    const out = b[op](input, filter, {...options, bias: biasOp, label});
+    let out;
+    if (w === null) {  // a pool: no filter
+      out = b[op](input, {...options, label});
+    } else {
+      const filter = constantFilter ? b.constant(f32(wShape), new Float32Array(w)) : b.input('w', f32(wShape));
+      const biasOp = b.constant(f32([bias.length]), new Float32Array(bias));
+      out = b[op](input, filter, {...options, bias: biasOp, label});
+    }
     const graph = await b.build({y: out});
     const xt = await ctx.createTensor({...f32(xShape), writable: true});
     const yt = await ctx.createTensor({...f32(out.shape), readable: true});
     ctx.writeTensor(xt, new Float32Array(x));
     const inputs = {x: xt};
-    if (!constantFilter) {
+    if (w !== null && !constantFilter) {
       inputs.w = await ctx.createTensor({...f32(wShape), writable: true});
       ctx.writeTensor(inputs.w, new Float32Array(w));
     }
@@ -87,6 +92,21 @@ def test_issue_cases_compute_the_definition(webnn_page: Any, case, constant_filt
     np.testing.assert_allclose(np.array(got["y"]).reshape(expected.shape), expected, rtol=1e-6)
     # generous: milliseconds in practice; the unbounded kernels took seconds or ran out of memory
     assert got["ms"] < 5000, got["ms"]
+
+
+POOL_OPTIONS = {"windowDimensions": [20001, 20001], "padding": [10000] * 4}
+
+
+@pytest.mark.parametrize("op, value", [("maxPool2d", 25.0), ("averagePool2d", 13.0)])
+def test_pool_window_of_20001(webnn_page: Any, op: str, value: float) -> None:
+    """Every 20001 x 20001 window covers the whole 5 x 5 input (and 20000 rows/columns of padding that are never
+    materialised): the max is 25, the average over the inputs inside is 13."""
+    got = webnn_page.evaluate(RUN_JS, {
+        "op": op, "x": X.ravel().tolist(), "xShape": list(X.shape), "w": None, "wShape": None, "bias": None,
+        "options": POOL_OPTIONS, "constantFilter": False, "label": "wide window"})
+    assert "error" not in got, got
+    assert got["shape"] == [1, 1, 5, 5]
+    np.testing.assert_allclose(got["y"], np.full(25, value), rtol=1e-6)
 
 
 def test_output_past_the_limit_is_a_clean_error(webnn_page: Any) -> None:
