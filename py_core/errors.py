@@ -62,6 +62,7 @@ def internal_error(where: str, exc: BaseException, cls: type[WebNNError] = Opera
     if isinstance(exc, WebNNError):
         return type(exc)(f"{where}: {exc}")
     LOG.error("%s: internal error", where, exc_info=exc)
-    if isinstance(exc, MemoryError):
+    # NumPy refuses an array past the address space (2 GiB in 32-bit WebAssembly) with a ValueError
+    if isinstance(exc, MemoryError) or (isinstance(exc, ValueError) and "array is too big" in str(exc)):
         return OperationError(f"{where}: out of memory in the WebNN worker")
     return cls(f"{where}: internal error in the WebNN engine (details in the worker's console)")
