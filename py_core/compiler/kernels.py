@@ -181,8 +181,8 @@ class PackedConv2d:
 
     def __init__(self, filter_hwio: np.ndarray, bias: np.ndarray | None, *, padding: Sequence[int],
                  strides: Sequence[int], dilations: Sequence[int], groups: int, layout: str,
-                 out_shape: Sequence[int], posts: Sequence[PostOp],
-                 post_specs: Sequence[tuple[Any, ...]] = (), in_hw: Sequence[int] | None = None):
+                 in_shape: Sequence[int], out_shape: Sequence[int], posts: Sequence[PostOp],
+                 post_specs: Sequence[tuple[Any, ...]] = ()):
         kh, kw, cg, o = filter_hwio.shape
         self.kh, self.kw, self.o = kh, kw, o
         self.padding, self.strides, self.dilations = tuple(padding), tuple(strides), tuple(dilations)
@@ -195,7 +195,7 @@ class PackedConv2d:
         # builds the matrix tile by tile)
         oh, ow = out_shape[1:3] if layout == "nhwc" else out_shape[2:4]
         cols_bytes = (out_shape[0] if layout == "nhwc" else 1) * oh * ow * kh * kw * cg * F32.itemsize
-        numpy_only = in_hw is not None and not self._padding_is_small(in_hw)
+        numpy_only = not self._padding_is_small(in_shape[1:3] if layout == "nhwc" else in_shape[2:4])
         simple = kh == kw == 1 and self.strides == (1, 1) and not any(self.padding)  # no im2col at all
         whole_too_big = groups == 1 and not simple and cols_bytes > MAX_IM2COL_BYTES
         self.reference = "always" if whole_too_big else "numpy" if numpy_only else ""

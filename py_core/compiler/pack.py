@@ -20,10 +20,6 @@ def _const(prog: Program, ref: Any) -> np.ndarray | None:
     return prog.constants.get(ref) if isinstance(ref, int) else None
 
 
-def _spatial(shape: tuple[int, ...], layout: str) -> tuple[int, int]:
-    return (shape[1], shape[2]) if layout == "nhwc" else (shape[2], shape[3])
-
-
 def _pack_conv2d(prog: Program, node: Node, posts: list[Any], specs: list[Any]) -> bool:
     o = node.options
     w = _const(prog, node.operands["filter"])
@@ -37,9 +33,9 @@ def _pack_conv2d(prog: Program, node: Node, posts: list[Any], specs: list[Any]) 
     if groups != 1 and not (cg == 1 and out_c == groups):  # grouped but not depthwise: reference kernel
         return False
     packed = PackedConv2d(hwio, bias, padding=o["padding"], strides=o["strides"], dilations=o["dilations"],
-                          groups=groups, layout=o["inputLayout"], out_shape=prog.shape(node.outputs[0]),
-                          posts=posts, post_specs=specs, in_hw=_spatial(prog.shape(node.operands["input"]),
-                                                                         o["inputLayout"]))
+                          groups=groups, layout=o["inputLayout"], in_shape=prog.shape(node.operands["input"]),
+                          out_shape=prog.shape(node.outputs[0]),
+                          posts=posts, post_specs=specs)
     node.kernel, node.operands, node.options = packed, {"input": node.operands["input"]}, {}
     node.op = f"conv2d[{packed.mode}]"
     return True
