@@ -5,6 +5,7 @@ definition.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-conv2d"""
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 import tracemalloc
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 from helpers import assert_type_error
 
-from py_core.bridge.worker_host import safe_call
+from py_core.bridge.worker_host import WorkerHost, safe_call
 from py_core.builder import GraphBuilder
 from py_core.errors import OperationError, internal_error
 from py_core.kernels import native, window
@@ -335,3 +336,33 @@ def test_packed_conv2d_past_the_im2col_limit_runs_tiled(conv_path):
             ref += np.einsum("nchw,oc->nohw", x[:, :, i:i + oh, j:j + oh].astype(np.float64), w[:, :, i, j])
     # sums of 1568 float32 products: absolute rounding errors reach about 1e-4 to 1e-3
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=2e-3)
+
+
+def test_worker_dispatch_of_the_issue_cases():
+    """Through the worker's host, as the page drives it: the issue's convTranspose2d dispatches and reads back the
+    definition's values; a dispatch the kernel refuses comes back as error JSON naming op and label."""
+    host = WorkerHost()
+    b = GraphBuilder()
+    x = b.input("x", {"dataType": "float32", "shape": [1, 1, 3, 3]})
+    w = b.input("w", {"dataType": "float32", "shape": [1, 1, 3, 3]})
+    good = b.build({"y": b.convTranspose2d(x, w, padding=[16000] * 4, strides=[16000, 16000], label="up")})
+    b2 = GraphBuilder()
+    x2 = b2.input("x", {"dataType": "float32", "shape": [1, 1, 3, 3]})
+    w2 = b2.input("w", {"dataType": "float32", "shape": [1, 1, 3, 3]})
+    # validation accepts input channels 1 with groups 3 (WPT builds it); computing it has no defined result
+    bad = b2.build({"y": b2.convTranspose2d(x2, w2, padding=[16000] * 4, strides=[16000, 16000], groups=3,
+                                            label="odd")})
+    xs, ws = np.arange(9, dtype=F32).reshape(1, 1, 3, 3) + 1, np.arange(9, dtype=F32).reshape(1, 1, 3, 3) + 1
+    for gid, graph, out_shape in ((1, good, [1, 1, 3, 3]), (2, bad, [1, 3, 3, 3])):
+        assert safe_call(host.build, 0, gid, json.dumps(graph.to_json()), {}, {})[0] is None
+        for tid, shape in ((10 * gid, [1, 1, 3, 3]), (10 * gid + 1, [1, 1, 3, 3]), (10 * gid + 2, out_shape)):
+            host.create_tensor(0, tid, {"dataType": "float32", "shape": shape}, True, True)
+        host.write_tensor(0, 10 * gid, lambda t: t.__setitem__(..., xs))
+        host.write_tensor(0, 10 * gid + 1, lambda t: t.__setitem__(..., ws))
+    assert safe_call(host.dispatch, 0, 1, {"x": 10, "w": 11}, {"y": 12}) == [None, None]
+    y = np.frombuffer(host.read_tensor(0, 12), dtype=F32).reshape(3, 3)
+    np.testing.assert_array_equal(y, xs[0, 0, 1, 1] * ws[0, 0])  # only input (1, 1) lands in the cropped output
+    error_json, _ = safe_call(host.dispatch, 0, 2, {"x": 20, "w": 21}, {"y": 22})
+    error = json.loads(error_json)
+    assert error["name"] == "OperationError"
+    assert error["message"].startswith("[odd] convTranspose2d: input channels (1) are not divisible by groups (3)")
