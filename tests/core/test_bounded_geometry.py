@@ -309,11 +309,10 @@ def test_unexpected_errors_keep_python_text_out_of_the_message(caplog):
     assert result is None and "array is too big" not in error_json and "OperationError" in error_json
 
 
+@pytest.mark.parametrize("conv_path", ["packed-numpy", "packed-c"], indirect=True)
 def test_packed_conv2d_past_the_im2col_limit_runs_tiled(conv_path):
     """A pre-packed conv2d whose whole im2col matrix would pass MAX_IM2COL_BYTES (404 MB here) builds it tile
     by tile through the reference kernel, on NumPy and with the C kernels loaded."""
-    if conv_path == "reference":
-        pytest.skip("the reference kernel is tiled by construction (the cases above)")
     x, w = _data(1, 1, 32, 260, 260), _data(2, 4, 32, 7, 7)
     oh = 260 - 7 + 1
     assert oh * oh * 7 * 7 * 32 * 4 > window.MAX_IM2COL_BYTES
