@@ -5,7 +5,9 @@ Used by the browser tests, the comparison bench and the scripts, so every launch
 
 from __future__ import annotations
 
+import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,13 @@ CHROMIUM_OFFLINE_ARGS = [
     "--no-first-run",
 ]
 NATIVE_WEBNN_FEATURE = "WebMachineLearningNeuralNetwork"
+
+# The npm Chromium whose native WebNN works (LiteRT/XNNPACK on the CPU), installed into the cache by
+# scripts/setup_native_chromium.py; keep the version in step with that script.
+NATIVE_CHROMIUM_VERSION = "153.0.0"
+NATIVE_CHROMIUM_FILES = ("chromium", "libEGL.so", "libGLESv2.so", "libvk_swiftshader.so", "libvulkan.so.1",
+                         "vk_swiftshader_icd.json")
+NATIVE_CHROMIUM_SETUP = "make setup (or: python scripts/setup_native_chromium.py)"
 
 FIREFOX_OFFLINE_PREFS: dict[str, Any] = {
     "services.settings.server": "data:,#dummy/v1",
@@ -60,6 +69,57 @@ def system_browser(name: str) -> str | None:
     if name == "firefox":
         return _first(FIREFOX_PATHS, "PYODIDE_WEBNN_FIREFOX")
     return None
+
+
+@dataclass(frozen=True)
+class NativeChromium:
+    """Where the native-WebNN Chromium is, or why it is not there (`path` None)."""
+
+    path: str | None
+    reason: str = ""
+    version: str = ""
+
+
+def native_chromium() -> NativeChromium:
+    """The npm Chromium 153 with a working native WebNN: $PYODIDE_WEBNN_NATIVE_CHROMIUM (a binary) or the
+    install in the cache; otherwise the reason, as scripts/setup_native_chromium.py recorded it."""
+    override = os.environ.get("PYODIDE_WEBNN_NATIVE_CHROMIUM")
+    if override:
+        if Path(override).is_file() and os.access(override, os.X_OK):
+            return NativeChromium(override, version="$PYODIDE_WEBNN_NATIVE_CHROMIUM")
+        return NativeChromium(None, f"PYODIDE_WEBNN_NATIVE_CHROMIUM={override} is not an executable file")
+    from web.settings import Settings
+
+    root = Settings.from_env().cache_dir
+    target = root / f"chromium-{NATIVE_CHROMIUM_VERSION}"
+    missing = [f for f in NATIVE_CHROMIUM_FILES if not (target / f).is_file()]
+    if not missing:
+        try:
+            version = str(json.loads((target / "manifest.json").read_text()).get("version", ""))
+        except (OSError, ValueError):
+            version = ""
+        return NativeChromium(str(target / "chromium"), version=version)
+    try:
+        status = json.loads((root / f"chromium-{NATIVE_CHROMIUM_VERSION}.status.json").read_text())
+        reason = f"the setup could not install it: {status['reason']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        reason = f"not installed in {target} (missing {', '.join(missing)}): run {NATIVE_CHROMIUM_SETUP}"
+    return NativeChromium(None, f"npm Chromium {NATIVE_CHROMIUM_VERSION} with native WebNN: {reason}")
+
+
+def native_chromium_launch_args(base: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`BrowserType.launch()` arguments for the native-WebNN Chromium (raises RuntimeError with the reason
+    when it is not installed): offline, headless, WebNN enabled, no sandbox (the npm build has no setuid
+    sandbox helper).  The SwiftShader libraries beside the binary are found by Chromium itself."""
+    found = native_chromium()
+    if found.path is None:
+        raise RuntimeError(found.reason)
+    kw = launch_args("chromium", native_webnn=True, base=base)
+    kw["executable_path"] = found.path
+    kw["chromium_sandbox"] = False
+    kw["headless"] = True
+    kw.pop("channel", None)
+    return kw
 
 
 def launch_args(name: str, *, native_webnn: bool = False, extra_features: list[str] | None = None,

@@ -184,7 +184,63 @@ def test_check_uses_the_wpt_tolerance_of_the_graph() -> None:
     assert source == "reference"
 
 
+def test_float64_reference_judges_cases_without_expected_values() -> None:
+    """A graph file has no expected values: every implementation (the CPython reference too) is judged against
+    the same graph run in float64, so the polyfill's own engine is not the judge of native WebNN."""
+    from web.bench.reference import float64_reference, reference
+
+    case = cases.select(str(cases.GRAPHS_DIR / "tiny_cnn.json"))[0]
+    wide, ref32 = float64_reference(case), reference(case)
+    assert wide.status == "ok", wide.error
+    ((name, truth),) = wide.outputs.items()
+    assert truth.dtype == np.float64 and wide.dtypes == {name: "float32"}
+    err = np.abs(ref32.outputs[name].astype(np.float64) - truth)
+    assert 0 < err.max() < 1e-6  # float32 rounding, seen against float64
+    f64 = (wide.outputs, wide.dtypes)
+    ok, source = compare.check_outputs(case, {name: truth.astype(np.float32)}, ref32.contexts, ref32.outputs, None, f64)
+    assert ok.ok and source == compare.FLOAT64 and ok.max_ulp == 0
+    # an output off by more than the graph's budget fails even where it equals the float32 reference's output
+    budget = compare.tolerance_for(case, ref32.contexts, "float32").ulp
+    off = (truth.astype(np.float32).view(np.int32) + budget + 1).view(np.float32)
+    bad, _ = compare.check_outputs(case, {name: off}, ref32.contexts, {name: off}, None, f64)
+    assert not bad.ok and "exceeds" in bad.problems[0]
+    # WPT cases keep their own (float64) expected values
+    assert float64_reference(cases.select("wpt:relu@1")[0]).status == "invalid"
+
+
+def test_float64_reference_keeps_explicit_casts() -> None:
+    from web.bench.reference import float64_reference
+
+    (case,) = cases.load_graph_data({
+        "inputs": {"x": {"descriptor": {"dataType": "float32", "shape": [3]}, "data": [0.1, 2049.0, -7.9]}},
+        "operators": [
+            {"name": "cast", "arguments": [{"input": "x"}, {"type": "float16"}], "outputs": "h"},
+            {"name": "cast", "arguments": [{"input": "x"}, {"type": "int32"}], "outputs": "i"},
+            {"name": "mul", "arguments": [{"a": "x"}, {"b": "x"}], "outputs": "m"},
+        ],
+        "outputs": ["h", "i", "m"],
+    })
+    wide = float64_reference(case)
+    assert wide.status == "ok", wide.error
+    assert {n: a.dtype.name for n, a in wide.outputs.items()} == {"h": "float16", "i": "int32", "m": "float64"}
+    assert wide.dtypes == {"h": "float16", "i": "int32", "m": "float32"}
+    assert wide.outputs["h"][1] == 2048.0 and list(wide.outputs["i"]) == [0, 2049, -7]
+    x = np.float64(np.float32(0.1))
+    assert wide.outputs["m"][0] == x * x  # the float32 input widened once, the product not rounded to float32
+
+
 # ---------------------------------------------------------------------------------------------- targets
+
+
+def test_native_chromium_joins_chromium() -> None:
+    from web.bench.session import NATIVE_CHROMIUM, local_target, local_targets
+
+    assert [t.id for t in local_targets(["chromium", "firefox"])] == ["chromium", NATIVE_CHROMIUM, "firefox"]
+    assert [t.id for t in local_targets(["chromium"], native_chromium=False)] == ["chromium"]
+    assert [t.id for t in local_targets(["firefox"])] == ["firefox"]
+    assert local_target(NATIVE_CHROMIUM).browser == "chromium"
+    with pytest.raises(ValueError, match="chromium-npm"):
+        local_target("safari")
 
 
 def test_implementation_and_target_specs() -> None:

@@ -10,7 +10,7 @@ import pytest
 from pages import open_page
 
 from web.bench.session import dev_server as serve_dev_server
-from web.browsers import launch_args
+from web.browsers import launch_args, native_chromium_launch_args
 
 # One test graph run plus Pyodide boot stays well under this; a hang fails instead of stalling CI.
 BOOT_TIMEOUT_MS = 120_000
@@ -46,6 +46,32 @@ def webnn_strict_page(browser: Any, dev_server: str) -> Iterator[Any]:
     context = browser.new_context()
     page, errors = open_page(context, f"{dev_server}/test/strict.html", BOOT_TIMEOUT_MS)
     page.evaluate("async () => { window.__ctx = await navigator.ml.createContext(); }")
+    page.webnn_errors = errors  # type: ignore[attr-defined]
+    yield page
+    context.close()
+
+
+@pytest.fixture(scope="session")
+def native_chromium_browser(playwright: Any) -> Iterator[Any]:
+    """The npm Chromium 153 whose native WebNN works (make setup installs it), one per session for every test
+    that needs a usable native WebNN; skipped with the setup's reason where it is not installed."""
+    try:
+        kw = native_chromium_launch_args()
+    except RuntimeError as e:
+        pytest.skip(str(e))
+    browser = playwright.chromium.launch(**kw)
+    yield browser
+    browser.close()
+
+
+@pytest.fixture(scope="session")
+def native_webnn_page(native_chromium_browser: Any, dev_server: str) -> Iterator[Any]:
+    """One page of the npm Chromium with both implementations ready, shared by every native comparison:
+    `window.__ctx` a polyfill context, `window.__nctx` a native one (MLGraphBuilder is the native builder)."""
+    context = native_chromium_browser.new_context()
+    page, errors = open_page(context, f"{dev_server}/test/smoke.html", BOOT_TIMEOUT_MS)
+    page.evaluate("async () => { window.__ctx = await webnnPolyfill.ml.createContext();"
+                  " window.__nctx = await navigator.ml.createContext(); }")
     page.webnn_errors = errors  # type: ignore[attr-defined]
     yield page
     context.close()

@@ -3,9 +3,9 @@ interfaces, while the polyfill stays at webnnPolyfill (or replaces them with dat
 native object into the polyfill, or a polyfill object into native WebNN, is a clear TypeError; neither side
 breaks the other.
 
-On this machine's Debian Chromium native createContext() rejects (no TFLite backend), so the mixing checks use
-objects of the native interfaces (their prototypes) instead of objects a native context created; where a
-native context can be created, the same checks also run on real native objects.
+Each test runs in two Chromiums: Debian's, whose native createContext() rejects (no TFLite backend), so the
+mixing checks use objects of the native interfaces (their prototypes); and the npm Chromium 153 that make setup
+installs (`chromium-npm`), whose native WebNN works, so the same checks also run on real native objects.
 """
 
 from __future__ import annotations
@@ -20,11 +20,17 @@ from web.browsers import launch_args
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture(scope="module")
-def native_browser(browser_name: str, playwright: Any) -> Iterator[Any]:
+@pytest.fixture(scope="module", params=["debian", "npm"], ids=["native-unusable", "native-usable"])
+def native_browser(request: pytest.FixtureRequest, browser_name: str, playwright: Any) -> Iterator[Any]:
     if browser_name != "chromium":
         pytest.skip("native WebNN is a Chromium feature (Firefox has no navigator.ml)")
+    if request.param == "npm":
+        browser = request.getfixturevalue("native_chromium_browser")
+        browser.webnn_usable = True
+        yield browser
+        return
     browser = playwright.chromium.launch(**launch_args("chromium", native_webnn=True))
+    browser.webnn_usable = False
     yield browser
     browser.close()
 
@@ -131,6 +137,7 @@ def test_polyfill_and_native_side_by_side_and_mixing_is_a_type_error(native_brow
     r = page.evaluate(SIDE_BY_SIDE_JS)
     assert r["state"] == {"nativeIsNavigator": True, "installed": False, "globalsNative": True,
                           "nativeTag": "[object ML]"}
+    assert r["nativeUsable"] == native_browser.webnn_usable, r.get("nativeError")
     if not r["nativeUsable"]:
         # reported, not thrown at the page: Debian's Chromium has no WebNN backend
         assert r["nativeError"]["name"] == "NotSupportedError", r["nativeError"]
@@ -165,7 +172,7 @@ def test_data_install_replace_takes_the_global_names_and_keeps_native_reachable(
     r = page.evaluate(REPLACE_JS)
     assert r["installed"] and r["navigatorIsPolyfill"] and r["globalsPolyfill"]
     assert r["nativeTag"] == "[object ML]" and r["nativeIsNative"]
-    assert r["nativeAfter"] in ("resolve", "reject:NotSupportedError")
+    assert r["nativeAfter"] == ("resolve" if native_browser.webnn_usable else "reject:NotSupportedError")
     assert not page.webnn_errors
 
 
@@ -217,11 +224,17 @@ async () => {
 """
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=["plain", "npm"], ids=["as-installed", "native-usable"])
 def any_browser(browser_name: str, playwright: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
-    """Chromium with its WebNN feature (native navigator.ml present), Firefox as it is (none)."""
+    """Debian's Chromium with its WebNN feature (navigator.ml present, unusable), the npm Chromium 153 (usable),
+    Firefox as it is (no navigator.ml)."""
     if browser_name != "chromium":
+        if request.param == "npm":
+            pytest.skip("the npm Chromium with a usable native WebNN is a Chromium")
         yield request.getfixturevalue("browser")
+        return
+    if request.param == "npm":
+        yield request.getfixturevalue("native_chromium_browser")
         return
     browser = playwright.chromium.launch(**launch_args("chromium", native_webnn=True))
     yield browser
@@ -230,7 +243,7 @@ def any_browser(browser_name: str, playwright: Any, request: pytest.FixtureReque
 
 @pytest.mark.parametrize("page_name", ["smoke", "replace"])
 def test_global_builder_routes_by_context_and_instanceof_holds_for_both(
-        page_name: str, any_browser: Any, dev_server: str) -> None:
+        page_name: str, any_browser: Any, dev_server: str, request: pytest.FixtureRequest) -> None:
     """new MLGraphBuilder(ctx) builds with the implementation that owns ctx, whoever holds the global names;
     instanceof on the global interfaces is true for the objects of both (issue 14, item 2)."""
     page = any_browser.new_page()
@@ -246,6 +259,7 @@ def test_global_builder_routes_by_context_and_instanceof_holds_for_both(
     assert r["withoutNew"] == "TypeError" and r["notAContext"] == "TypeError"
     assert r["shape"] == {"name": "MLGraphBuilder", "length": 1, "protoHasOps": True}
     assert r["subclass"]
+    assert ("native" in r) == (request.node.callspec.params["any_browser"] == "npm"), r.get("nativeError")
     if "native" in r:
         assert r["native"] == {**good, "builderIsPolyfill": False}, r
     print(f"{r['mode']}: native WebNN {'usable: routed both ways' if 'native' in r else r.get('nativeError', 'absent')}")

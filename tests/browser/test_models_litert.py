@@ -1,6 +1,8 @@
 """The five MediaPipe models in real browsers: recorded by the TFLite loader, replayed against the polyfill's
 MLGraphBuilder in the page, run on the same preprocessed photo as tests/core/test_tflite_models.py, and every
-output compared with native LiteRT under that file's per-model tolerance table (max absolute error)."""
+output compared with native LiteRT under that file's per-model tolerance table (max absolute error).  The same
+programs also run on native WebNN in the npm Chromium (chromium-npm, installed by make setup), in the page
+that runs the polyfill, each judged against LiteRT on the CPU, so a difference is charged to whichever is off."""
 
 from __future__ import annotations
 
@@ -28,13 +30,13 @@ core_models = sys.modules.setdefault("webnn_core_tflite_models", importlib.util.
 _spec.loader.exec_module(core_models)
 
 RUN_JS = r"""
-async ({name, outputs}) => {
+async ({name, outputs, native = false}) => {
   const {buildGraph} = await import('/gallery/lib/replay.js');
   const fetchBytes = async (what) => (await fetch(`/__models_litert/${name}.${what}`)).arrayBuffer();
   const program = JSON.parse(new TextDecoder().decode(await fetchBytes('json')));
   const [weights, input] = await Promise.all([fetchBytes('bin'), fetchBytes('input')]);
-  const ctx = window.__ctx;
-  const graph = await buildGraph(program, weights, ctx, webnnPolyfill.MLGraphBuilder);
+  const ctx = native ? window.__nctx : window.__ctx;
+  const graph = await buildGraph(program, weights, ctx, native ? MLGraphBuilder : webnnPolyfill.MLGraphBuilder);
   const [inName, inDesc] = Object.entries(program.inputs)[0];
   const inTensor = await ctx.createTensor({...inDesc, writable: true});
   const outTensors = {};
@@ -57,8 +59,8 @@ async ({name, outputs}) => {
 """
 
 
-@pytest.mark.parametrize("name", list(core_models.TOLERANCE))
-def test_model_outputs_match_litert_in_the_browser(name: str, webnn_page: Any, browser_name: str) -> None:
+def _run(page: Any, name: str, native: bool = False) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], float]:
+    """The model on one implementation of the page: (outputs, LiteRT's outputs, ms of one dispatch + read)."""
     x = core_models.model_input(name)
     reference = core_models.litert_outputs(name, x)
     program = record_tflite(core_models.models.model_path(name), name)
@@ -70,13 +72,40 @@ def test_model_outputs_match_litert_in_the_browser(name: str, webnn_page: Any, b
                                                              "cross-origin-resource-policy": "same-origin"})
 
     pattern = f"**/__models_litert/{name}.*"
-    webnn_page.route(pattern, serve)
+    page.route(pattern, serve)
     try:
-        out = webnn_page.evaluate(RUN_JS, {"name": name, "outputs": list(reference)})
+        out = page.evaluate(RUN_JS, {"name": name, "outputs": list(reference), "native": native})
     finally:
-        webnn_page.unroute(pattern)
-    for output, ref in reference.items():
-        ours = np.frombuffer(base64.b64decode(out["outputs"][output]), np.float32).reshape(ref.shape)
-        err = float(np.abs(ours.astype(np.float64) - ref).max())
-        print(f"{browser_name} {name} {output}: max abs error {err:.3g} vs LiteRT ({out['ms']:.0f} ms)")
+        page.unroute(pattern)
+    got = {o: np.frombuffer(base64.b64decode(out["outputs"][o]), np.float32).reshape(ref.shape)
+           for o, ref in reference.items()}
+    return got, reference, float(out["ms"])
+
+
+def _errors(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> dict[str, float]:
+    return {o: float(np.abs(got[o].astype(np.float64) - want[o].astype(np.float64)).max()) for o in want}
+
+
+@pytest.mark.parametrize("name", list(core_models.TOLERANCE))
+def test_model_outputs_match_litert_in_the_browser(name: str, webnn_page: Any, browser_name: str) -> None:
+    ours, reference, ms = _run(webnn_page, name)
+    for output, err in _errors(ours, reference).items():
+        print(f"{browser_name} {name} {output}: max abs error {err:.3g} vs LiteRT ({ms:.0f} ms)")
         assert err <= core_models.TOLERANCE[name][output], f"{name} {output}: max abs error {err:.3g}"
+
+
+@pytest.mark.parametrize("name", list(core_models.TOLERANCE))
+def test_model_on_native_webnn_beside_the_polyfill(name: str, native_webnn_page: Any, browser_name: str) -> None:
+    """Polyfill and native WebNN in one page of the npm Chromium, each against LiteRT (the CPU reference)."""
+    if browser_name != "chromium":
+        pytest.skip("runs once, in the npm Chromium (chromium-npm) that has a usable native WebNN")
+    ours, reference, ms = _run(native_webnn_page, name)
+    theirs, _, native_ms = _run(native_webnn_page, name, native=True)
+    mine, native = _errors(ours, reference), _errors(theirs, reference)
+    between = _errors(ours, theirs)
+    for output in reference:
+        print(f"chromium-npm {name} {output}: vs LiteRT polyfill {mine[output]:.3g} ({ms:.0f} ms), native "
+              f"{native[output]:.3g} ({native_ms:.0f} ms); polyfill vs native {between[output]:.3g}")
+    tol = core_models.TOLERANCE[name]
+    assert all(mine[o] <= tol[o] for o in reference), f"polyfill out of tolerance vs LiteRT: {mine}"
+    assert all(native[o] <= tol[o] for o in reference), f"native WebNN out of tolerance vs LiteRT: {native}"

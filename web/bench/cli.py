@@ -1,6 +1,6 @@
 """Command line of the comparison bench, no pytest code needed.
 
-python -m web.bench run [--browser chromium --browser firefox] [--browser-endpoint ws://...]
+python -m web.bench run [--browser chromium --browser firefox] [--browser-endpoint ws://...] [--no-native-chromium]
                         [--cases wpt@1,tests/data/graphs] [--impl polyfill --impl 'native:*']
                         [--out reports] [--repeat 3] [--server URL] [--headed] [--quiet]
 python -m web.bench probe [--browser ...] [--browser-endpoint ...]
@@ -22,12 +22,13 @@ from web.bench import results as res
 from web.bench.cases import select
 from web.bench.probe import VARIANTS
 from web.bench.runner import DEFAULT_IMPLS, Runner, expand_impls, plan
-from web.bench.session import BrowserSession, Target, dev_server, local_target, remote_target
+from web.bench.session import BrowserSession, Target, dev_server, local_targets, remote_target
 
 
 def _targets(args: argparse.Namespace) -> list[Target]:
     browsers = args.browser or ([] if args.browser_endpoint else ["chromium"])
-    return [local_target(b) for b in browsers] + [remote_target(e) for e in args.browser_endpoint]
+    native = not args.no_native_chromium
+    return local_targets(browsers, native_chromium=native) + [remote_target(e) for e in args.browser_endpoint]
 
 
 @contextmanager
@@ -137,8 +138,14 @@ def _browser_options(p: argparse.ArgumentParser) -> None:
         "--browser",
         action="append",
         default=[],
-        choices=["chromium", "firefox", "webkit"],
-        help="a local browser (repeatable; default chromium unless endpoints are given)",
+        choices=["chromium", "firefox", "webkit", "chromium-npm"],
+        help="a local browser (repeatable; default chromium unless endpoints are given); chromium-npm is the npm "
+        "Chromium with native WebNN that make setup installs, added next to chromium unless --no-native-chromium",
+    )
+    p.add_argument(
+        "--no-native-chromium",
+        action="store_true",
+        help="do not add the npm Chromium with native WebNN (chromium-npm) next to --browser chromium",
     )
     p.add_argument(
         "--browser-endpoint",

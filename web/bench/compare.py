@@ -52,10 +52,17 @@ def tolerance_for(case: BenchCase, contexts: Sequence[OpContext], dtype: str) ->
     return Tolerance(int(own.get("ulp", rule.ulp)), float(own.get("atol", rule.atol)))
 
 
+FLOAT64 = "float64 reference"
+
+
 def expected_arrays(
-    case: BenchCase, reference: Mapping[str, np.ndarray] | None
+    case: BenchCase,
+    reference: Mapping[str, np.ndarray] | None,
+    float64: tuple[Mapping[str, np.ndarray], Mapping[str, str]] | None = None,
 ) -> tuple[dict[str, tuple[np.ndarray, bool, str, tuple[int, ...]]], str | None]:
-    """name -> (values, prefix-only, dataType, shape), and where they come from ("case" or "reference")."""
+    """name -> (values, prefix-only, dataType, shape), and where they come from: "case" (its own values, the
+    spec's float64 results for WPT), the "float64 reference" (outputs computed in float64, with their operand
+    types), else "reference" (the CPython reference in the operand types)."""
     if case.has_expected:
         out = {}
         for name, spec in case.graph["expectedOutputs"].items():
@@ -63,6 +70,9 @@ def expected_arrays(
             values, prefix = wpt.expected_values(spec["data"], d["dataType"], tuple(d["shape"]))
             out[name] = (values, prefix, d["dataType"], tuple(d["shape"]))
         return out, "case"
+    if float64 is not None:
+        outputs, dtypes = float64
+        return {n: (a.ravel(), False, dtypes[n], tuple(a.shape)) for n, a in outputs.items()}, FLOAT64
     if reference is not None:
         return {n: (a.ravel(), False, a.dtype.name, tuple(a.shape)) for n, a in reference.items()}, "reference"
     return {}, None
@@ -74,10 +84,11 @@ def check_outputs(
     contexts: Sequence[OpContext],
     reference: Mapping[str, np.ndarray] | None = None,
     shapes: Mapping[str, tuple[int, ...]] | None = None,
+    float64: tuple[Mapping[str, np.ndarray], Mapping[str, str]] | None = None,
 ) -> tuple[Check, str | None]:
-    """Compare `actual` with the case's expected values (or the reference's outputs when it has none).
-    `shapes` gives the shapes of truncated outputs (their first values only, as a 1-D array)."""
-    expected, source = expected_arrays(case, reference)
+    """Compare `actual` with the case's expected values (or, when it has none, the float64 reference's outputs,
+    else the reference's).  `shapes` gives the shapes of truncated outputs (their first values, 1-D)."""
+    expected, source = expected_arrays(case, reference, float64)
     if source is None:
         return Check(False, problems=["no expected values: the case has none and the reference failed"]), None
     result = Check(True)

@@ -34,7 +34,7 @@ from web.bench.compare import Pair, pairwise
 from web.bench.probe import USABLE, VARIANTS, Probe
 from web.bench.results import FAIL, PASS, UNAVAILABLE, Result, RunWriter
 from web.bench.runner import DEFAULT_IMPLS, Item, Runner, expand_impls, plan
-from web.bench.session import BrowserSession, Target, dev_server, local_target, remote_target
+from web.bench.session import BrowserSession, BrowserUnavailable, Target, dev_server, local_targets, remote_target
 
 _REPORT_KEY = pytest.StashKey[dict[str, Any]]()
 _RUN_DIR_KEY = pytest.StashKey[Path]()
@@ -91,6 +91,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "under test installed as navigator.ml, which the bench then probes and runs as 'native'",
     )
     group.addoption(
+        "--no-webnn-native-chromium",
+        action="store_true",
+        default=False,
+        help="do not add the npm Chromium with native WebNN (target 'chromium-npm', installed by make setup) "
+        "next to --browser chromium",
+    )
+    group.addoption(
         "--webnn-server",
         default=None,
         metavar="URL",
@@ -101,6 +108,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "webnn_cases(*specs): the cases a webnn_item test runs (--webnn-cases overrides)"
+    )
+    config.addinivalue_line(
+        "markers", "webnn_impl(*specs): the implementations a webnn_item test runs (--webnn-impl overrides)"
     )
     workerinput = getattr(config, "workerinput", None)
     if workerinput and "webnn_run_dir" in workerinput:
@@ -124,11 +134,14 @@ def _targets(config: pytest.Config) -> list[Target]:
     endpoints = config.getoption("--browser-endpoint")
     if not browsers and not endpoints:
         browsers = ["chromium"]
-    return [local_target(b) for b in browsers] + [remote_target(e) for e in endpoints]
+    native = not config.getoption("--no-webnn-native-chromium")
+    return local_targets(browsers, native_chromium=native) + [remote_target(e) for e in endpoints]
 
 
-def _impls(config: pytest.Config) -> list[tuple[str, str]]:
-    return expand_impls(config.getoption("--webnn-impl") or DEFAULT_IMPLS)
+def _impls(config: pytest.Config, definition: Any = None) -> list[tuple[str, str]]:
+    """--webnn-impl, else the test's webnn_impl marker, else every implementation and variant."""
+    marked = [s for m in definition.iter_markers("webnn_impl") for s in m.args] if definition is not None else []
+    return expand_impls(config.getoption("--webnn-impl") or marked or DEFAULT_IMPLS)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -138,7 +151,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             s for m in metafunc.definition.iter_markers("webnn_cases") for s in m.args
         ]
         cases = select(specs) if specs else []
-        items = plan(cases, _targets(config), _impls(config))
+        items = plan(cases, _targets(config), _impls(config, metafunc.definition))
         metafunc.parametrize("webnn_item", items, ids=[i.id for i in items])
     elif "webnn_target" in metafunc.fixturenames:
         targets = _targets(config)
@@ -265,7 +278,10 @@ def verdict(result: Result) -> None:
 @pytest.fixture(scope="session")
 def webnn_probe(webnn_target: Target, webnn_runner: Runner) -> Probe:
     """What the target browser offers: the polyfill and native WebNN per context variant."""
-    return webnn_runner.probe(webnn_target)
+    try:
+        return webnn_runner.probe(webnn_target)
+    except BrowserUnavailable as e:
+        pytest.skip(f"{webnn_target.id} is not installed here: {e}")
 
 
 class Comparison:

@@ -93,7 +93,7 @@ class Result:
     max_ulp: float | None = None
     max_abs: float | None = None
     tolerance: dict[str, Any] = field(default_factory=dict)
-    expected: str | None = None  # where the expected values came from: "case" or "reference"
+    expected: str | None = None  # where the expected values came from: "case", "float64 reference", "reference"
     timings: dict[str, Any] = field(default_factory=dict)
     outputs: str | None = None  # path of the .npz, relative to the run directory
     truncated: list[str] = field(default_factory=list)  # outputs too large to ship whole: first values only

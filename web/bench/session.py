@@ -15,11 +15,14 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from web.bench.probe import Probe, probe_page
-from web.browsers import launch_args
+from web.browsers import launch_args, native_chromium_launch_args
 from web.settings import Settings
 
 BENCH_PAGE = "/bench/bench.html"
 BROWSER_TYPES = ("chromium", "firefox", "webkit")
+# The npm Chromium 153 whose native WebNN works (scripts/setup_native_chromium.py): a local target of its own,
+# added next to "chromium", so one of its pages runs the polyfill and every native variant side by side.
+NATIVE_CHROMIUM = "chromium-npm"
 # Playwright option names as run-server expects them in its launch-options (camelCase JSON).
 _CAMEL = {
     "executable_path": "executablePath",
@@ -44,11 +47,26 @@ class Target:
         return self.endpoint is not None
 
 
+class BrowserUnavailable(RuntimeError):
+    """A target browser that is not installed here (e.g. the native Chromium on another architecture): its
+    items are reported unavailable with this reason, not failed."""
+
+
 def local_target(name: str) -> Target:
-    """A browser launched on this machine."""
+    """A browser launched on this machine: a Playwright browser type, or the native-WebNN Chromium."""
+    if name == NATIVE_CHROMIUM:
+        return Target(NATIVE_CHROMIUM, "chromium")
     if name not in BROWSER_TYPES:
-        raise ValueError(f"unknown browser '{name}' (one of {', '.join(BROWSER_TYPES)})")
+        raise ValueError(f"unknown browser '{name}' (one of {', '.join((*BROWSER_TYPES, NATIVE_CHROMIUM))})")
     return Target(name, name)
+
+
+def local_targets(names: Sequence[str], *, native_chromium: bool = True) -> list[Target]:
+    """Targets for browser names; with native_chromium, the npm Chromium with native WebNN joins "chromium"."""
+    out = [local_target(n) for n in names]
+    if native_chromium and "chromium" in names and NATIVE_CHROMIUM not in names:
+        out.insert(list(names).index("chromium") + 1, local_target(NATIVE_CHROMIUM))
+    return out
 
 
 def remote_target(endpoint: str) -> Target:
@@ -169,6 +187,12 @@ class BrowserSession:
             self.browser = browser_type.connect(
                 self.target.endpoint, headers=headers, expose_network="<loopback>", timeout=self.timeout_ms
             )
+        elif self.target.id == NATIVE_CHROMIUM:
+            try:
+                kw = native_chromium_launch_args(self.launch_base)
+            except RuntimeError as e:
+                raise BrowserUnavailable(str(e)) from None
+            self.browser = browser_type.launch(**kw)
         else:
             kw = launch_args(self.target.browser, native_webnn=self.native_webnn, base=self.launch_base)
             if self.target.browser == "chromium" and self.launch_base.get("channel"):

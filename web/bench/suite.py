@@ -8,6 +8,7 @@ from __future__ import annotations
 from web.bench.probe import USABLE, Probe
 from web.bench.pytest_plugin import verdict
 from web.bench.results import Result
+from web.bench.session import NATIVE_CHROMIUM
 
 
 def test_probe(webnn_probe: Probe) -> None:
@@ -16,6 +17,10 @@ def test_probe(webnn_probe: Probe) -> None:
     assert webnn_probe.states, "the probe found nothing"
     polyfill = webnn_probe.state("polyfill", "default")
     assert polyfill.state == USABLE, f"the polyfill is {polyfill.describe()}"
+    if webnn_probe.target == NATIVE_CHROMIUM:  # installed for its working native WebNN: every variant runs
+        native = [s for s in webnn_probe.states if s.impl == "native"]
+        broken = [f"{s.variant}: {s.describe()}" for s in native if s.state != USABLE]
+        assert not broken, f"native WebNN in {NATIVE_CHROMIUM}: {broken}"
 
 
 def test_webnn(webnn_result: Result) -> None:

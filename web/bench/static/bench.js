@@ -119,12 +119,56 @@
     return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, resolve(x, operands)]));
   }
 
-  function buildOperands(builder, wire) {
+  /** The data types of the operands among an operator's arguments (options included). */
+  function operandTypes(v, out = []) {
+    if (Array.isArray(v)) v.forEach((x) => operandTypes(x, out));
+    else if (v && typeof v === 'object') {
+      if (typeof v.dataType === 'string' && Array.isArray(v.shape)) out.push(v.dataType);
+      else if (Object.getPrototypeOf(v) === Object.prototype) Object.values(v).forEach((x) => operandTypes(x, out));
+    }
+    return out;
+  }
+
+  /** Why the context's opSupportLimits() rules the call out (an operand type it does not list), or ''. */
+  function outsideLimits(ctx, opName, types) {
+    let limits;
+    try { limits = ctx.opSupportLimits(); } catch (e) { return ''; }
+    if (!limits || !(opName in limits)) return limits ? `opSupportLimits() has no '${opName}'` : '';
+    const listed = new Set();
+    const entry = limits[opName] || {};
+    // input/constant/output: {dataTypes, rankRange}; operators: one such entry per parameter and output
+    for (const v of Array.isArray(entry.dataTypes) ? [entry] : Object.values(entry)) {
+      if (v && Array.isArray(v.dataTypes)) v.dataTypes.forEach((t) => listed.add(t));
+    }
+    if (!listed.size) return '';
+    const bad = types.find((t) => !listed.has(t));
+    return bad ? `opSupportLimits().${opName} lists no ${bad} operand` : '';
+  }
+
+  /** builder[name](...args); a TypeError for an operand type outside the context's opSupportLimits() is the
+   *  implementation lacking the feature (a NotSupportedError, as WPT skips such cases), not a wrong result. */
+  function call(ctx, builder, name, args) {
+    try {
+      return builder[name](...args);
+    } catch (e) {
+      const why = e && e.name === 'TypeError' ? outsideLimits(ctx, name, operandTypes(args)) : '';
+      if (why) throw new DOMException(`${why}: ${e.message}`, 'NotSupportedError');
+      throw e;
+    }
+  }
+
+  function buildOperands(ctx, builder, wire) {
     const operands = {};
     for (const inp of wire.inputs) {
       const desc = {dataType: inp.dataType, shape: inp.shape};
-      operands[inp.name] = inp.constant ? builder.constant(desc, inputArray(inp))
-        : builder.input(inp.name, desc);
+      const kind = inp.constant ? 'constant' : 'input';
+      try {
+        operands[inp.name] = inp.constant ? builder.constant(desc, inputArray(inp)) : builder.input(inp.name, desc);
+      } catch (e) {
+        const why = e && e.name === 'TypeError' ? outsideLimits(ctx, kind, [inp.dataType]) : '';
+        if (why) throw new DOMException(`${why}: ${e.message}`, 'NotSupportedError');
+        throw e;
+      }
     }
     for (const op of wire.operators) {
       if (typeof builder[op.name] !== 'function') {
@@ -132,7 +176,7 @@
       }
       const args = resolve(op.args, operands);
       if (op.options) args.push(resolve(op.options, operands));
-      const result = builder[op.name](...args);
+      const result = call(ctx, builder, op.name, args);
       if (Array.isArray(op.outputs)) op.outputs.forEach((name, i) => { operands[name] = result[i]; });
       else operands[op.outputs] = Array.isArray(result) ? result[0] : result;
     }
@@ -207,7 +251,7 @@
       const {Builder} = api(impl);
       t = performance.now();
       const builder = new Builder(ctx);
-      const operands = buildOperands(builder, wire);
+      const operands = buildOperands(ctx, builder, wire);
       const outs = {};
       const outDescs = {};
       for (const name of wire.outputs) {
