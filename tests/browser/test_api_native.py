@@ -147,6 +147,7 @@ def test_polyfill_and_native_side_by_side_and_mixing_is_a_type_error(native_brow
     assert not failed, "\n".join(failed)
     assert r["polyfillResult"] == [0, 2, 0, 4]
     assert r["nativeAfter"] == ("resolve" if r["nativeUsable"] else "reject:NotSupportedError")
+    _check_routing(page, native_browser.webnn_usable)
     assert not page.webnn_errors
 
 
@@ -173,6 +174,7 @@ def test_data_install_replace_takes_the_global_names_and_keeps_native_reachable(
     assert r["installed"] and r["navigatorIsPolyfill"] and r["globalsPolyfill"]
     assert r["nativeTag"] == "[object ML]" and r["nativeIsNative"]
     assert r["nativeAfter"] == ("resolve" if native_browser.webnn_usable else "reject:NotSupportedError")
+    _check_routing(page, native_browser.webnn_usable)
     assert not page.webnn_errors
 
 
@@ -207,6 +209,7 @@ async () => {
              protoHasOps: typeof MLGraphBuilder.prototype.conv2d === 'function'};
   class Sub extends MLGraphBuilder {}
   r.subclass = Object.getPrototypeOf(new Sub(ctx)) === Sub.prototype;
+  ctx.destroy();
   // and the browser's own, when it has a usable one
   let nctx = null;
   try { nctx = P.native && await P.native.createContext(); } catch (e) { r.nativeError = e.name; }
@@ -218,49 +221,31 @@ async () => {
       instanceofGlobals: [nctx instanceof MLContext, nat.g instanceof MLGraph, nat.x instanceof MLOperand,
                           nat.t instanceof MLTensor, P.native instanceof ML],
     };
+    nctx.destroy();
   }
   return r;
 }
 """
 
 
-@pytest.fixture(scope="module", params=["plain", "npm"], ids=["as-installed", "native-usable"])
-def any_browser(browser_name: str, playwright: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
-    """Debian's Chromium with its WebNN feature (navigator.ml present, unusable), the npm Chromium 153 (usable),
-    Firefox as it is (no navigator.ml)."""
-    if browser_name != "chromium":
-        if request.param == "npm":
-            pytest.skip("the npm Chromium with a usable native WebNN is a Chromium")
-        yield request.getfixturevalue("browser")
-        return
-    if request.param == "npm":
-        yield request.getfixturevalue("native_chromium_browser")
-        return
-    browser = playwright.chromium.launch(**launch_args("chromium", native_webnn=True))
-    yield browser
-    browser.close()
-
-
-@pytest.mark.parametrize("page_name", ["smoke", "replace"])
-def test_global_builder_routes_by_context_and_instanceof_holds_for_both(
-        page_name: str, any_browser: Any, dev_server: str, request: pytest.FixtureRequest) -> None:
+def _check_routing(page: Any, native_usable: bool) -> None:
     """new MLGraphBuilder(ctx) builds with the implementation that owns ctx, whoever holds the global names;
     instanceof on the global interfaces is true for the objects of both (issue 14, item 2)."""
-    page = any_browser.new_page()
-    page.set_default_timeout(120_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"{dev_server}/test/{page_name}.html")
     r = page.evaluate(ROUTING_JS)
-    page.close()
     good = {"result": [0, 2, 0, 4], "builderInstanceofGlobal": True, "instanceofGlobals": [True] * 5}
     assert r["polyfill"] == {**good, "builderIsPolyfill": True}, r
     assert r["plainObjects"] == [False] * 4
     assert r["withoutNew"] == "TypeError" and r["notAContext"] == "TypeError"
     assert r["shape"] == {"name": "MLGraphBuilder", "length": 1, "protoHasOps": True}
     assert r["subclass"]
-    assert ("native" in r) == (request.node.callspec.params["any_browser"] == "npm"), r.get("nativeError")
-    if "native" in r:
+    assert ("native" in r) == native_usable, r.get("nativeError")
+    if native_usable:
         assert r["native"] == {**good, "builderIsPolyfill": False}, r
-    print(f"{r['mode']}: native WebNN {'usable: routed both ways' if 'native' in r else r.get('nativeError', 'absent')}")
-    assert not errors
+    print(f"{r['mode']}: native WebNN {'usable: routed both ways' if native_usable else r.get('nativeError', 'absent')}")
+
+
+def test_global_builder_without_a_native_webnn(webnn_page: Any) -> None:
+    """The shared page of either browser, without navigator.ml (Firefox; Chromium without its WebNN feature):
+    the polyfill holds the names, and the same routing checks hold."""
+    assert webnn_page.evaluate("() => webnnPolyfill.installed && !webnnPolyfill.native")
+    _check_routing(webnn_page, native_usable=False)
