@@ -16,16 +16,18 @@ pytestmark = pytest.mark.browser
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "compatibility.md"
 
+# `implementation`: 'polyfill', or 'native' for the Chromium column (the global MLGraphBuilder routes by context)
 OBSERVE_JS = r"""
-async () => {
+async (implementation) => {
   const P = webnnPolyfill;
-  const ctx = await P.ml.createContext();
+  const ml = implementation === 'native' ? P.native : P.ml;
+  const ctx = await ml.createContext();
   const attempt = async (fn) => { try { const v = await fn(); return v === undefined ? 'ok' : v; } catch (e) { return e.name; } };
   const obs = {strict: P.strict};
-  const b = new P.MLGraphBuilder(ctx);
+  const b = new MLGraphBuilder(ctx);
   const x = b.input('x', {dataType: 'float32', shape: [2]});
   const g = await b.build({y: b.relu(x)});
-  obs['MLGraph.devices'] = {onPrototype: 'devices' in P.MLGraph.prototype,
+  obs['MLGraph.devices'] = {onPrototype: 'devices' in Object.getPrototypeOf(g),
                             value: g.devices === undefined ? null : Array.from(g.devices),
                             frozen: g.devices !== undefined && Object.isFrozen(g.devices)};
   const tin = await ctx.createTensor({dataType: 'float32', shape: [2], writable: true});
@@ -43,10 +45,10 @@ async () => {
   const limits = ctx.opSupportLimits();
   obs['opSupportLimits() outputs of gru, lstm, lstmCell'] = Object.fromEntries(['gru', 'lstm', 'lstmCell'].map(
     (op) => [op, Object.keys(limits[op]).filter((k) => k.startsWith('output')).sort()]));
-  obs['MLContext.accelerated'] = {onPrototype: 'accelerated' in P.MLContext.prototype, value: String(ctx.accelerated)};
+  obs['MLContext.accelerated'] = {onPrototype: 'accelerated' in Object.getPrototypeOf(ctx), value: String(ctx.accelerated)};
   obs['createContext({deviceType})'] = [
-    await attempt(async () => { (await P.ml.createContext({deviceType: 'gpu'})).destroy(); }),
-    await attempt(async () => { (await P.ml.createContext({deviceType: 'xpu'})).destroy(); })];
+    await attempt(async () => { (await ml.createContext({deviceType: 'gpu'})).destroy(); }),
+    await attempt(async () => { (await ml.createContext({deviceType: 'xpu'})).destroy(); })];
   obs['MLContext.compute()'] = typeof ctx.compute;
   obs['MLContext.createExportableTensor(), MLContext.exportToGPU()'] = [typeof ctx.createExportableTensor, typeof ctx.exportToGPU];
   obs['MLTensor.gpuDevice'] = 'gpuDevice' in tin;
@@ -59,19 +61,24 @@ async () => {
 CHROMIUM_OUTPUTS = {"gru": ["output0", "output1"], "lstm": ["output0", "output1", "output2"],
                     "lstmCell": ["output0", "output1"]}
 DRAFT_OUTPUTS = {"gru": ["outputs"], "lstm": ["outputs"], "lstmCell": ["outputs"]}
-# row -> (observed in default mode, observed in strict mode)
-EXPECTED: dict[str, tuple[Any, Any]] = {
+MODES = ("chromium", "default", "strict")
+# row -> observed on (native Chromium 153, the polyfill by default, the polyfill in strict mode)
+EXPECTED: dict[str, tuple[Any, Any, Any]] = {
     "MLGraph.devices": ({"onPrototype": True, "value": ["cpu"], "frozen": True},
+                        {"onPrototype": True, "value": ["cpu"], "frozen": True},
                         {"onPrototype": False, "value": None, "frozen": False}),
-    "readTensor(tensor, outputData) view type": ([[0, 2], 2], ["TypeError", "TypeError"]),
-    "writeTensor(tensor, inputData) view type": (["ok", "ok", "ok", "TypeError"], ["TypeError"] * 4),
-    "opSupportLimits() outputs of gru, lstm, lstmCell": (CHROMIUM_OUTPUTS, DRAFT_OUTPUTS),
-    "MLContext.accelerated": ({"onPrototype": False, "value": "undefined"}, {"onPrototype": True, "value": "false"}),
-    "createContext({deviceType})": (["ok", "TypeError"], ["ok", "ok"]),
-    "MLContext.compute()": ("function", "undefined"),
-    "MLContext.createExportableTensor(), MLContext.exportToGPU()": (["undefined"] * 2, ["undefined"] * 2),
-    "MLTensor.gpuDevice": (False, False),
-    "int4 data type": ([False] * 3, [False] * 3),
+    "readTensor(tensor, outputData) view type": ([[0, 2], 2], [[0, 2], 2], ["TypeError", "TypeError"]),
+    "writeTensor(tensor, inputData) view type": (["ok", "ok", "ok", "TypeError"], ["ok", "ok", "ok", "TypeError"],
+                                                 ["TypeError"] * 4),
+    "opSupportLimits() outputs of gru, lstm, lstmCell": (CHROMIUM_OUTPUTS, CHROMIUM_OUTPUTS, DRAFT_OUTPUTS),
+    "MLContext.accelerated": ({"onPrototype": False, "value": "undefined"}, {"onPrototype": False, "value": "undefined"},
+                              {"onPrototype": True, "value": "false"}),
+    "createContext({deviceType})": (["ok", "TypeError"], ["ok", "TypeError"], ["ok", "ok"]),
+    "MLContext.compute()": ("undefined", "function", "undefined"),
+    "MLContext.createExportableTensor(), MLContext.exportToGPU()": (["function"] * 2, ["undefined"] * 2,
+                                                                    ["undefined"] * 2),
+    "MLTensor.gpuDevice": (True, False, False),
+    "int4 data type": ([True] * 3, [False] * 3, [False] * 3),
 }
 
 
@@ -96,15 +103,26 @@ def test_every_table_row_has_a_check_and_back() -> None:
     assert set(rows) == set(EXPECTED), (sorted(set(rows) - set(EXPECTED)), sorted(set(EXPECTED) - set(rows)))
 
 
-@pytest.mark.parametrize("mode", ["default", "strict"])
-def test_each_deviation_in_default_and_strict_mode(mode: str, request: pytest.FixtureRequest) -> None:
-    page = request.getfixturevalue("webnn_page" if mode == "default" else "webnn_strict_page")
-    obs = page.evaluate(OBSERVE_JS)
+def _check_column(page: Any, implementation: str, mode: str) -> None:
+    obs = page.evaluate(OBSERVE_JS, implementation)
     assert obs.pop("strict") is (mode == "strict")
-    which = 0 if mode == "default" else 1
+    which = MODES.index(mode)
     wrong = {row: {"got": obs.get(row), "want": want[which]} for row, want in EXPECTED.items()
              if obs.get(row) != want[which]}
     assert not wrong, wrong
+
+
+@pytest.mark.parametrize("mode", ["default", "strict"])
+def test_each_deviation_in_default_and_strict_mode(mode: str, request: pytest.FixtureRequest) -> None:
+    page = request.getfixturevalue("webnn_page" if mode == "default" else "webnn_strict_page")
+    _check_column(page, "polyfill", mode)
+
+
+def test_the_chromium_column_on_native_chromium(browser_name: str, request: pytest.FixtureRequest) -> None:
+    """The table's Chromium column, measured on the npm Chromium 153's native WebNN (make setup installs it)."""
+    if browser_name != "chromium":
+        pytest.skip("the Chromium column is measured in Chromium")
+    _check_column(request.getfixturevalue("native_webnn_page"), "native", "chromium")
 
 
 LITERT_JS = r"""
