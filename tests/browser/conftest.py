@@ -3,7 +3,10 @@ per browser shared by the tests that allow it."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -75,3 +78,18 @@ def native_webnn_page(native_chromium_browser: Any, dev_server: str) -> Iterator
     page.webnn_errors = errors  # type: ignore[attr-defined]
     yield page
     context.close()
+
+
+@pytest.fixture(scope="session")
+def client_models() -> dict[str, Any]:
+    """The real clients' ONNX models (scripts/client_models.py), generated once into build/client-models and
+    kept between sessions; the dev server serves them at /clients/models/<name>.onnx."""
+    pytest.importorskip("torch")
+    pytest.importorskip("onnx")
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("webnn_scripts_client_models", root / "scripts" / "client_models.py")
+    assert spec is not None and spec.loader is not None
+    module = sys.modules.setdefault("webnn_scripts_client_models", importlib.util.module_from_spec(spec))
+    spec.loader.exec_module(module)
+    models: dict[str, Any] = module.generate()["models"]
+    return models

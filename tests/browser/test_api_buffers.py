@@ -88,7 +88,8 @@ async () => {
 
 
 @pytest.mark.parametrize("mode", ["default", "strict"])
-def test_buffer_kinds_accepted_and_rejected_per_data_type(mode: str, request: pytest.FixtureRequest) -> None:
+def test_buffer_kinds_accepted_and_rejected_per_data_type(mode: str, browser_name: str,
+                                                          request: pytest.FixtureRequest) -> None:
     page = request.getfixturevalue("webnn_page" if mode == "default" else "webnn_strict_page")
     out = page.evaluate(ACCEPTANCE_JS)
     assert out["problems"] == [], "\n".join(out["problems"])
