@@ -1,0 +1,157 @@
+"""The built package (scripts/make_dist.py) from anywhere: its files on a plain static host that adds only
+`Access-Control-Allow-Origin: *` (http://127.0.0.1:P2, a CDN's stand-in), included by one script tag, by
+`data-base`, or imported as an ES module from a page on ANOTHER origin (http://localhost:P1) that is not
+cross-origin isolated. Two real loopback servers: Chromium refuses route-fulfilled pages to loopback."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pages import open_page
+
+from web.static_host import StaticHost
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+BOOT_MS = 240_000
+
+# a graph through the public API; also what the page knows about where it runs
+RUN = """async () => {
+  const ctx = await navigator.ml.createContext();
+  const b = new MLGraphBuilder(ctx);
+  const desc = {dataType: 'float32', shape: [2, 2]};
+  const x = b.input('x', desc);
+  const graph = await b.build({y: b.relu(b.add(x, b.constant(desc, new Float32Array([1, 1, 1, 1]))))});
+  const [xt, yt] = await Promise.all([ctx.createTensor({...desc, writable: true}),
+    ctx.createTensor({...desc, readable: true})]);
+  ctx.writeTensor(xt, new Float32Array([-3, 2, -1, 4]));
+  ctx.dispatch(graph, {x: xt}, {y: yt});
+  const y = Array.from(new Float32Array(await ctx.readTensor(yt)));
+  const snapshot = webnnPolyfill.bootTimings.snapshot;
+  const cache = await caches.open('webnn-polyfill-pyodide-snapshot');
+  for (let i = 0; snapshot.page === 'made' && i < 200 && !(await cache.keys()).length; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {y, snapshot, isolated: self.crossOriginIsolated, config: webnnPolyfill.config,
+    stats: await webnnPolyfill.workerStats()};
+}"""
+
+ONE_TAG = """<!doctype html><meta charset="utf-8"><title>one tag</title>
+<script src="{assets}webnn-polyfill.js"></script>
+"""
+# the entry script served by the page's own origin, the assets from the CDN through data-base
+DATA_BASE = """<!doctype html><meta charset="utf-8"><title>data-base</title>
+<script src="/webnn-polyfill.js" data-base="{assets}"></script>
+"""
+MODULE = """<!doctype html><meta charset="utf-8"><title>module</title>
+<script type="module">
+  import webnn, {{MLGraphBuilder}} from '{assets}webnn-polyfill.mjs';
+  window.moduleOK = webnn === globalThis.webnnPolyfill && MLGraphBuilder === webnn.MLGraphBuilder;
+</script>
+"""
+
+
+def _make_dist() -> Any:
+    """scripts/make_dist.py (not a package), loaded once."""
+    import importlib.util
+    import sys
+
+    if "make_dist" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("make_dist", ROOT / "scripts" / "make_dist.py")
+        assert spec is not None and spec.loader is not None
+        sys.modules["make_dist"] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules["make_dist"])
+    return sys.modules["make_dist"]
+
+
+@pytest.fixture(scope="session")
+def dist_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """make dist's package, built without the precompressed siblings (the plain host would not send them)."""
+    out = tmp_path_factory.mktemp("dist") / "dist"
+    _make_dist().build(out, compress=False)
+    return out
+
+
+@pytest.fixture(scope="session")
+def cdn(dist_dir: Path) -> Iterator[StaticHost]:
+    """The package on a plain static host at http://127.0.0.1:<port>/."""
+    with StaticHost(dist_dir) as host:
+        yield host
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory: pytest.TempPathFactory, cdn: StaticHost, dist_dir: Path) -> Iterator[str]:
+    """The pages, on another origin: http://localhost:<port>/; no COOP/COEP."""
+    pages = tmp_path_factory.mktemp("site")
+    (pages / "one-tag.html").write_text(ONE_TAG.format(assets=cdn.url))
+    (pages / "data-base.html").write_text(DATA_BASE.format(assets=cdn.url))
+    (pages / "module.html").write_text(MODULE.format(assets=cdn.url))
+    (pages / "webnn-polyfill.js").write_bytes((dist_dir / "webnn-polyfill.js").read_bytes())
+    with StaticHost(pages, host="localhost") as host:
+        yield host.url
+
+
+def _visit(context: Any, url: str) -> dict[str, Any]:
+    page, errors = open_page(context, url, BOOT_MS)
+    try:
+        result = page.evaluate(RUN)
+        if url.endswith("module.html"):
+            assert page.evaluate("window.moduleOK") is True
+    finally:
+        page.close()
+    assert not errors
+    assert result["y"] == [0, 3, 0, 5]
+    assert result["isolated"] is False
+    return result
+
+
+def test_package_layout(dist_dir: Path) -> None:
+    import json
+
+    pkg = json.loads((dist_dir / "package.json").read_text())
+    assert pkg["name"] == "pyodide-webnn" and pkg["license"] == "Apache-2.0"
+    assert pkg["exports"]["."] == {"import": "./webnn-polyfill.mjs", "default": "./webnn-polyfill.js"}
+    lock = json.loads(next((dist_dir / "assets").glob("pyodide-lock.*.json")).read_text())
+    assert set(lock["packages"]) == {"numpy", "py-core"}
+    index = next((dist_dir / "assets").glob("pyodide-*/"))
+    for entry in lock["packages"].values():
+        wheel = (index / entry["file_name"]).resolve()
+        import hashlib
+
+        assert hashlib.sha256(wheel.read_bytes()).hexdigest() == entry["sha256"]
+        assert entry["sha256"][:16] != wheel.parent.name  # the folder hash is of the folder's content
+    # every file but the entries and the package's own files has a content hash in its path
+    for path in dist_dir.rglob("*"):
+        if path.is_file() and path.parent == dist_dir:
+            assert path.name in {"webnn-polyfill.js", "webnn-polyfill.mjs", "package.json", "README.md"}
+
+
+def test_one_script_tag_from_another_origin_and_the_snapshot(browser: Any, cdn: StaticHost, site: str) -> None:
+    context = browser.new_context()
+    try:
+        first = _visit(context, f"{site}one-tag.html")
+        assert first["config"]["workerURL"].startswith(cdn.url)
+        assert first["config"]["pyodideURL"].startswith(cdn.url)
+        assert first["stats"]["native"] == 1  # the wasm C kernels came with the package's core wheel
+        # the page's origin keeps the snapshot in its Cache Storage; the next visit starts from it
+        assert first["snapshot"]["page"] == "made"
+        second = _visit(context, f"{site}one-tag.html")
+        assert second["snapshot"] == {"page": "loaded", "worker": "loaded"}
+    finally:
+        context.close()
+
+
+def test_data_base_and_the_module_entry(browser: Any, cdn: StaticHost, site: str) -> None:
+    context = browser.new_context()
+    try:
+        result = _visit(context, f"{site}data-base.html")
+        assert result["config"]["scriptURL"] == f"{site}webnn-polyfill.js"
+        assert result["config"]["workerURL"].startswith(cdn.url)
+        result = _visit(context, f"{site}module.html")
+        assert result["config"]["scriptURL"] == f"{cdn.url}webnn-polyfill.mjs"
+    finally:
+        context.close()
