@@ -5,6 +5,10 @@ cross-origin isolated. Two real loopback servers: Chromium refuses route-fulfill
 
 from __future__ import annotations
 
+import hashlib
+import json
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +22,8 @@ pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOT_MS = 240_000
+EXAMPLE = ROOT / "examples" / "webnn-app"
+EXAMPLE_BUILDS = ROOT / "build" / "example-app"
 
 # a graph through the public API; also what the page knows about where it runs
 RUN = """async () => {
@@ -110,8 +116,6 @@ def _visit(context: Any, url: str) -> dict[str, Any]:
 
 
 def test_package_layout(dist_dir: Path) -> None:
-    import json
-
     pkg = json.loads((dist_dir / "package.json").read_text())
     assert pkg["name"] == "pyodide-webnn" and pkg["license"] == "Apache-2.0"
     assert pkg["exports"]["."] == {"import": "./webnn-polyfill.mjs", "default": "./webnn-polyfill.js"}
@@ -120,8 +124,6 @@ def test_package_layout(dist_dir: Path) -> None:
     index = next((dist_dir / "assets").glob("pyodide-*/"))
     for entry in lock["packages"].values():
         wheel = (index / entry["file_name"]).resolve()
-        import hashlib
-
         assert hashlib.sha256(wheel.read_bytes()).hexdigest() == entry["sha256"]
         assert entry["sha256"][:16] != wheel.parent.name  # the folder hash is of the folder's content
     # every file but the entries and the package's own files has a content hash in its path
@@ -155,3 +157,77 @@ def test_data_base_and_the_module_entry(browser: Any, cdn: StaticHost, site: str
         assert result["config"]["scriptURL"] == f"{cdn.url}webnn-polyfill.mjs"
     finally:
         context.close()
+
+
+def _npm(*args: str, cwd: Path) -> None:
+    subprocess.run(["npm", *args, "--no-audit", "--no-fund"], cwd=cwd, check=True, capture_output=True, timeout=600)
+
+
+def _example_sources() -> list[Path]:
+    skip = {"node_modules", "dist"}
+    return sorted(p for p in EXAMPLE.rglob("*") if p.is_file() and not skip & set(p.relative_to(EXAMPLE).parts))
+
+
+@pytest.fixture(scope="session")
+def example_build(dist_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """examples/webnn-app built with Vite against the packed tarball (npm pack of the package); the build is
+    kept under build/example-app/<hash of the tarball and the example's sources> and reused while they stay."""
+    packed = tmp_path_factory.mktemp("packed")
+    _npm("pack", str(dist_dir), "--pack-destination", str(packed), cwd=packed)
+    (tarball,) = packed.glob("pyodide-webnn-*.tgz")
+    key = hashlib.sha256(tarball.read_bytes())
+    for path in _example_sources():
+        key.update(path.relative_to(EXAMPLE).as_posix().encode() + b"\0" + path.read_bytes())
+    out = EXAMPLE_BUILDS / key.hexdigest()[:16]
+    if (out / "index.html").is_file():
+        return out
+    work = EXAMPLE_BUILDS / "work"
+    for path in _example_sources():
+        target = work / path.relative_to(EXAMPLE)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+    lock = hashlib.sha256((EXAMPLE / "package-lock.json").read_bytes()).hexdigest()
+    stamp = work / "node_modules" / ".example-lock-sha256"
+    if not stamp.is_file() or stamp.read_text() != lock:
+        _npm("ci", cwd=work)  # Vite, as the example's lock file pins it
+        stamp.write_text(lock)
+    _npm("install", "--no-save", str(tarball), cwd=work)  # the package, as a user installs it
+    tmp_out = out.with_name(out.name + ".part")
+    shutil.rmtree(tmp_out, ignore_errors=True)
+    subprocess.run([str(work / "node_modules" / ".bin" / "vite"), "build", "--outDir", str(tmp_out), "--emptyOutDir"],
+                   cwd=work, check=True, capture_output=True, timeout=600)
+    tmp_out.replace(out)
+    return out
+
+
+def test_example_app_runs_a_small_model(browser: Any, example_build: Path) -> None:
+    with StaticHost(example_build) as host:
+        context = browser.new_context()
+        try:
+            page, errors = open_page(context, f"{host.url}index.html", BOOT_MS)
+            result = page.evaluate("() => window.exampleResult")
+            assert page.text_content("#status") == "ok"
+        finally:
+            context.close()
+    assert not errors
+    assert result["maxError"] < 1e-5  # against the page's own JavaScript reference
+    # and against an independent one: the example's model (src/model.js) in NumPy, float64
+    assert result["probabilities"] == pytest.approx(_example_model_numpy().ravel().tolist(), abs=1e-5)
+
+
+def _example_model_numpy(batch: int = 5) -> Any:
+    import numpy as np
+
+    def weights(count: int, seed: int) -> Any:  # src/model.js's LCG, rounded to float32 as the page does
+        out, s = [], seed
+        for _ in range(count):
+            s = (s * 1664525 + 1013904223) % 2**32
+            out.append(s / 2**31 - 1)
+        return np.float32(out).astype(np.float64)
+
+    w1, b1 = weights(4 * 8, 1).reshape(4, 8), weights(8, 2)
+    w2, b2 = weights(8 * 3, 3).reshape(8, 3), weights(3, 4)
+    x = (np.sin(np.arange(1, batch * 4 + 1)) * 2).astype(np.float32).astype(np.float64).reshape(batch, 4)
+    logits = np.maximum(x @ w1 + b1, 0) @ w2 + b2
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
