@@ -115,7 +115,7 @@ test: venv node assets build
 
 # Not part of `make test`: a full run takes several minutes (scripts/bench.py --help for options).
 BENCH_ARGS ?=
-bench: setup build
+bench: setup build dist
 	$(PY) scripts/bench.py $(BENCH_ARGS)
 
 lint: venv

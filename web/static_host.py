@@ -11,6 +11,7 @@ sends `Access-Control-Allow-Origin: *` and no isolation or CORP headers; with `p
 from __future__ import annotations
 
 import argparse
+import email.utils
 import http.server
 import os
 import threading
@@ -97,26 +98,40 @@ def make_handler(directory: Path, precompressed: bool, transfer: Transfer) -> ty
             pass
 
         def send_head(self) -> Any:
+            # As python -m http.server and nginx by default: Last-Modified, a 304 for If-Modified-Since, no
+            # Cache-Control (browsers cache heuristically); plus the sibling for a negotiated Content-Encoding.
             path = Path(self.translate_path(self.path))
-            if path.is_file():
-                accept = self.headers.get("Accept-Encoding", "")
-                sibling = precompressed_sibling(path, accept) if precompressed else None
-                served, coding = sibling if sibling else (path, "")
-                body = open(served, "rb")  # closed by the base class's do_GET
-                size = os.fstat(body.fileno()).st_size
-                self.send_response(200)
-                self.send_header("Content-Type", self.guess_type(str(path)))
-                self.send_header("Content-Length", str(size))
-                self.send_header("Cache-Control", "no-cache")
-                if precompressed:
-                    self.send_header("Vary", "Accept-Encoding")
-                if coding:
-                    self.send_header("Content-Encoding", coding)
-                self.end_headers()
-                if self.command == "GET":
-                    transfer.add(self.path, coding, size)
+            accept = self.headers.get("Accept-Encoding", "")
+            sibling = precompressed_sibling(path, accept) if precompressed and path.is_file() else None
+            if sibling is None:
+                body = super().send_head()
+                if body is not None and self.command == "GET" and hasattr(body, "fileno"):
+                    transfer.add(self.path, "", os.fstat(body.fileno()).st_size)
                 return body
-            return super().send_head()
+            served, coding = sibling
+            stat = path.stat()
+            since = self.headers.get("If-Modified-Since")
+            if since:
+                try:
+                    if int(stat.st_mtime) <= email.utils.parsedate_to_datetime(since).timestamp():
+                        self.send_response(304)
+                        self.send_header("Vary", "Accept-Encoding")
+                        self.end_headers()
+                        return None
+                except (TypeError, ValueError, IndexError, OverflowError):
+                    pass
+            body = open(served, "rb")  # closed by the base class's do_GET
+            size = os.fstat(body.fileno()).st_size
+            self.send_response(200)
+            self.send_header("Content-Type", self.guess_type(str(path)))
+            self.send_header("Content-Length", str(size))
+            self.send_header("Last-Modified", self.date_time_string(int(stat.st_mtime)))
+            self.send_header("Vary", "Accept-Encoding")
+            self.send_header("Content-Encoding", coding)
+            self.end_headers()
+            if self.command == "GET":
+                transfer.add(self.path, coding, size)
+            return body
 
     return Handler
 
