@@ -159,6 +159,19 @@ def test_data_base_and_the_module_entry(browser: Any, cdn: StaticHost, site: str
         context.close()
 
 
+def test_the_dev_server_plays_the_cdn(browser: Any, dev_server: str, tmp_path: Path) -> None:
+    """The dev build from the dev server's /polyfill/, on a page of another origin (its manifest, Pyodide and core
+    wheel go out with CORS and CORP cross-origin)."""
+    (tmp_path / "index.html").write_text(ONE_TAG.format(assets=f"{dev_server}/polyfill/"))
+    with StaticHost(tmp_path, host="localhost") as site:
+        context = browser.new_context()
+        try:
+            result = _visit(context, f"{site.url}index.html")
+        finally:
+            context.close()
+    assert result["config"]["coreManifestURL"] == f"{dev_server}/core/manifest.json"
+
+
 def _npm(*args: str, cwd: Path) -> None:
     subprocess.run(["npm", *args, "--no-audit", "--no-fund"], cwd=cwd, check=True, capture_output=True, timeout=600)
 
