@@ -41,8 +41,11 @@ function installMode() {
 export function readConfig() {
   const script = scriptURL();
   const overrides = (typeof globalThis !== 'undefined' && globalThis.WEBNN_POLYFILL_CONFIG) || {};
-  // a folder URL: the one holding the package's files (dist), or the dev server's /polyfill/
-  let base = new URL(overrides.baseURL || scriptAttribute('data-base') || './', script).href;
+  // a folder URL: the one holding the package's files (dist), or the dev server's /polyfill/. A given base
+  // resolves as URLs in a page do (against the document's base URL); the default is the script's own folder.
+  const given = overrides.baseURL || scriptAttribute('data-base');
+  const pageBase = typeof document !== 'undefined' && document.baseURI ? document.baseURI : script;
+  let base = given ? new URL(given, pageBase).href : new URL('./', script).href;
   if (!base.endsWith('/')) base += '/';
   const urls = DIST ? {
     pyodideURL: new URL(DIST.pyodide, base).href,

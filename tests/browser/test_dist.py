@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -125,11 +126,15 @@ def test_package_layout(dist_dir: Path) -> None:
     for entry in lock["packages"].values():
         wheel = (index / entry["file_name"]).resolve()
         assert hashlib.sha256(wheel.read_bytes()).hexdigest() == entry["sha256"]
-        assert entry["sha256"][:16] != wheel.parent.name  # the folder hash is of the folder's content
     # every file but the entries and the package's own files has a content hash in its path
     for path in dist_dir.rglob("*"):
         if path.is_file() and path.parent == dist_dir:
             assert path.name in {"webnn-polyfill.js", "webnn-polyfill.mjs", "package.json", "README.md"}
+        elif path.is_file():
+            assert re.search(r"[-.][0-9a-f]{16}[./]", path.relative_to(dist_dir).as_posix()), path
+    # and the hash follows the content: the worker's name is its sha256
+    (worker,) = (dist_dir / "assets").glob("webnn-worker.*.js")
+    assert worker.name == f"webnn-worker.{hashlib.sha256(worker.read_bytes()).hexdigest()[:16]}.js"
 
 
 def test_one_script_tag_from_another_origin_and_the_snapshot(browser: Any, cdn: StaticHost, site: str) -> None:
