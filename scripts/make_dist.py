@@ -139,7 +139,6 @@ def package_json(version: str) -> dict[str, object]:
         "type": "module",
         "main": "./webnn-polyfill.mjs",
         "module": "./webnn-polyfill.mjs",
-        "browser": "./webnn-polyfill.mjs",
         "unpkg": "./webnn-polyfill.js",
         "jsdelivr": "./webnn-polyfill.js",
         "exports": {
