@@ -29,7 +29,7 @@ SPEC_SRC := $(shell find py_core/spec py_core/types.py -name '*.py' 2>/dev/null)
 .PHONY: setup venv venv-run node assets browsers build dist run test bench lint clean help
 
 help:
-	@echo "make run    set everything up, build the polyfill, serve http://$(HOST):$(PORT)"
+	@echo "make run    set up what serving needs, build the polyfill, serve http://$(HOST):$(PORT)"
 	@echo "make test   set everything up, build the polyfill, run pytest (PYTEST_ARGS=...)"
 	@echo "make setup  venv + npm toolchain + Pyodide assets + browsers (idempotent)"
 	@echo "make build  compile the C kernels (clang, gcc), bundle polyfill/src with esbuild into polyfill/dist"
@@ -96,7 +96,7 @@ $(DIST)/webnn-worker.js: $(POLYFILL_SRC) $(GEN_OPS) $(NODE_STAMP)
 	fi
 
 # gen_op_table.py rewrites the file only when its content changes; touch it so make sees it as current.
-polyfill/src/generated/ops.json: $(GEN_SCRIPT) $(SPEC_SRC) | $(STAMP)
+polyfill/src/generated/ops.json: $(GEN_SCRIPT) $(SPEC_SRC) | $(RUN_STAMP)
 	$(PY) $(GEN_SCRIPT)
 	@touch $@
 
