@@ -33,24 +33,30 @@ def test_duplicate_input_name() -> None:
         b.input("x", desc(3))
 
 
-@pytest.mark.parametrize("shape", [[0], [2, 0, 3], [2**32], [1, 2**32 + 5], [-1]])
+@pytest.mark.parametrize("shape", [[0], [2, 0, 3], [2**31], [2**32 - 1], [2**32], [1, 2**32 + 5], [-1]])
 def test_invalid_dimensions(shape: list[int]) -> None:
-    with pytest.raises(WebNNTypeError):
+    bad = next(d for d in shape if not 0 < d < 2**31)
+    with pytest.raises(WebNNTypeError, match=rf"^input 'x': output dimension {bad} of float32\[.*\] is not a valid "
+                                             rf"dimension \(1 \.\. 2147483647\)"):
         GraphBuilder().input("x", {"dataType": F32, "shape": shape})
 
 
-def test_largest_dimension_is_accepted_for_small_types() -> None:
-    # 2^32-1 is a valid unsigned long; uint8 keeps the byte length within the limit
-    # (the limit check still applies: 4 GiB is beyond maxTensorByteLength here)
-    with pytest.raises(WebNNTypeError):
-        GraphBuilder().input("x", {"dataType": "uint8", "shape": [2**32 - 1]})
-    op = GraphBuilder().input("x", {"dataType": "uint8", "shape": [2**30]})
-    assert op.shape == [2**30]
+def test_largest_dimension_is_the_largest_long() -> None:
+    # a valid dimension is "greater than zero and in the range of long" (Chromium: int32_t), not unsigned long;
+    # uint8 keeps 2^31-1 elements exactly at maxTensorByteLength
+    op = GraphBuilder().input("x", {"dataType": "uint8", "shape": [2**31 - 1]})
+    assert op.shape == [2**31 - 1]
+    with pytest.raises(WebNNTypeError, match=r"dimension 2147483648 of uint8\[2147483648\] is not a valid"):
+        GraphBuilder().input("x", {"dataType": "uint8", "shape": [2**31]})
+    with pytest.raises(WebNNTypeError, match=r"int32\[1073741824\] is 4294967296 bytes, more than maxTensorByteLength"):
+        GraphBuilder().input("x", {"dataType": "int32", "shape": [2**30]})
 
 
-@pytest.mark.parametrize("shape", [[2**16, 2**16], [2**11, 2**11, 2**11], [65536, 65537]])
+@pytest.mark.parametrize("shape", [[2**16, 2**15], [2**16, 2**16], [2**11, 2**11, 2**11], [65536, 65537]])
 def test_element_count_overflow(shape: list[int]) -> None:
-    with pytest.raises(WebNNTypeError):
+    count = int(np.prod(shape, dtype=object))
+    with pytest.raises(WebNNTypeError, match=rf"^input 'x': output uint8\[.*\] has {count} elements, more than a "
+                                             rf"valid dimension \(2147483647\)"):
         GraphBuilder().input("x", {"dataType": "uint8", "shape": shape})
 
 
