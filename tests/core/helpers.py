@@ -7,6 +7,7 @@ this folder on sys.path when it imports the test modules."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -108,7 +109,7 @@ def assert_close_terms(got: np.ndarray, ref: np.ndarray, mag: np.ndarray, dtype:
 
 def assert_type_error(fn: Callable[[], object], label: str, op: str, *fragments: str) -> str:
     """fn() raises WebNNTypeError whose message starts with "[label] op:" and holds every fragment; returns it."""
-    with pytest.raises(WebNNTypeError) as err:
+    with pytest.raises(WebNNTypeError, match=f"^{re.escape(f'[{label}] {op}:')}") as err:
         fn()
     message = str(err.value)
     assert message.startswith(f"[{label}] {op}:"), message
