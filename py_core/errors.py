@@ -40,13 +40,3 @@ class DataError(WebNNError):
 class UnknownError(WebNNError):
     dom_name = "UnknownError"
 
-
-ERRORS_BY_NAME = {
-    cls.dom_name: cls
-    for cls in (WebNNTypeError, InvalidStateError, NotSupportedError, OperationError, DataError, UnknownError)
-}
-
-
-def error_from_json(payload: dict[str, str]) -> WebNNError:
-    """Rebuild an error sent across a message boundary."""
-    return ERRORS_BY_NAME.get(payload.get("name", ""), UnknownError)(payload.get("message", ""))

@@ -28,10 +28,6 @@ class DataType(StrEnum):
         """The NumPy dtype name with the same layout (kept as a string: this module imports no NumPy)."""
         return self.value
 
-    @property
-    def is_float(self) -> bool:
-        return self in FLOATS
-
     @classmethod
     def parse(cls, value: object) -> DataType:
         """Parse an MLOperandDataType string; raises ValueError for anything else."""
