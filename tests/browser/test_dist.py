@@ -5,6 +5,7 @@ cross-origin isolated. Two real loopback servers: Chromium refuses route-fulfill
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import re
@@ -197,8 +198,15 @@ def example_build(dist_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     for path in _example_sources():
         key.update(path.relative_to(EXAMPLE).as_posix().encode() + b"\0" + path.read_bytes())
     out = EXAMPLE_BUILDS / key.hexdigest()[:16]
-    if (out / "index.html").is_file():
-        return out
+    EXAMPLE_BUILDS.mkdir(parents=True, exist_ok=True)
+    with open(EXAMPLE_BUILDS / ".lock", "w") as lock:  # pytest-xdist workers share the work folder
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / "index.html").is_file():
+            _build_example(tarball, out)
+    return out
+
+
+def _build_example(tarball: Path, out: Path) -> None:
     work = EXAMPLE_BUILDS / "work"
     for path in _example_sources():
         target = work / path.relative_to(EXAMPLE)
@@ -215,7 +223,6 @@ def example_build(dist_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     subprocess.run([str(work / "node_modules" / ".bin" / "vite"), "build", "--outDir", str(tmp_out), "--emptyOutDir"],
                    cwd=work, check=True, capture_output=True, timeout=600)
     tmp_out.replace(out)
-    return out
 
 
 def test_example_app_runs_a_small_model(browser: Any, example_build: Path) -> None:
