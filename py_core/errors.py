@@ -50,3 +50,14 @@ ERRORS_BY_NAME = {
 def error_from_json(payload: dict[str, str]) -> WebNNError:
     """Rebuild an error sent across a message boundary."""
     return ERRORS_BY_NAME.get(payload.get("name", ""), UnknownError)(payload.get("message", ""))
+
+
+class TFLiteModelError(DataError):
+    """A .tflite model the loader cannot read: the message names the model, where (byte offset, table, tensor
+    or operator) and what is wrong.  Every failure of py_core.loaders.tflite is one of these."""
+
+
+class TFLiteUnsupportedError(TFLiteModelError, NotSupportedError):
+    """A well-formed model with operators (or types) WebNN or the loader has no mapping for."""
+
+    dom_name = "NotSupportedError"
