@@ -104,3 +104,27 @@ def test_tampered_core_wheel_is_an_error(browser: Any, dev_server: str) -> None:
     assert out["name"] == "NotSupportedError"
     assert "integrity check failed" in out["message"] and wheel in out["message"], out["message"]
     assert "was not installed" in out["message"]
+
+
+def test_worker_stats_report_memory_that_a_destroyed_tensor_gives_back(webnn_page: Any) -> None:
+    """workerStats()'s memory figures (what scripts/soak.py watches) move with a 16 MiB tensor's life."""
+    out = webnn_page.evaluate(r"""async () => {
+      const ctx = window.__ctx, P = webnnPolyfill;
+      const desc = {dataType: 'float32', shape: [1024, 4096], readable: true, writable: true};
+      const before = await P.workerStats();
+      const t = await ctx.createTensor(desc);
+      ctx.writeTensor(t, new Float32Array(1024 * 4096).fill(1));
+      await ctx.readTensor(t);
+      const during = await P.workerStats();
+      t.destroy();
+      const after = await P.workerStats();
+      return {before, during, after};
+    }""")
+    before, during, after = out["before"], out["during"], out["after"]
+    for stats in (before, during, after):
+        assert stats["wasmBytes"] >= stats["mallocArena"] > stats["mallocInUse"] > 0, stats
+        assert stats["pyObjects"] > 1000, stats
+    mib = 1 << 20
+    assert during["mallocInUse"] - before["mallocInUse"] >= 16 * mib, out
+    assert during["tensors"] == before["tensors"] + 1 == after["tensors"] + 1
+    assert abs(after["mallocInUse"] - before["mallocInUse"]) < mib, out
