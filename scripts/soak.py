@@ -1,17 +1,18 @@
 """Soak test: many dispatches over mixed graphs in one page, with tensors and graphs created and destroyed as they
 go; the worker's memory must stay flat and the context must never be lost.  Not part of make test.
 
-One Chromium page of the dev server (started here, or --server), one context, four kinds of graph (a small
-conv net, matmul + bias + sigmoid, an element-wise chain whose result is checked exactly, and a shape mix of
-transpose/concat/split/gather/reduce).  Each round of ROUND dispatches rebuilds every graph and destroys the
-previous ones; every 50th dispatch uses a fresh input/output pair that is destroyed after its read, then tries
-a dispatch with the destroyed tensor and one with a destroyed graph (both must throw); every 100th
-dispatch the checked graph's output is read back and compared.  `webnnPolyfill.workerStats()` is
-sampled between chunks: live graphs and tensors, the WebAssembly memory size, malloc's bytes in use and
-the objects CPython's collector tracks.  After the warm-up (the first WARMUP_FRACTION of the dispatches),
-bytes in use may not grow by more than --max-growth-mb and the WebAssembly memory not at all.
+One Chromium (or --browser firefox) page of the dev server (started here, or --server), one context, four
+kinds of graph (a small conv net, matmul + bias + sigmoid, an element-wise chain whose result is checked
+exactly, and a shape mix of transpose/concat/split/gather/reduce).  Every ROUND dispatches every graph is
+rebuilt and the previous ones destroyed; every 50th dispatch uses a fresh input/output pair that is destroyed
+after its read, then tries a dispatch with the destroyed tensor and one with a destroyed graph (both must
+throw); every 100th dispatch the checked graph's output is read back and compared.
+`webnnPolyfill.workerStats()` is sampled between chunks: live graphs and tensors, the WebAssembly memory
+size, malloc's bytes in use and the objects CPython's collector tracks.  After the warm-up (the first
+WARMUP_FRACTION of the dispatches), bytes in use may not grow by more than --max-growth-mb and the
+WebAssembly memory not at all.
 
-    .venv/bin/python scripts/soak.py                      # 10,000 dispatches (a few minutes here)
+    .venv/bin/python scripts/soak.py                      # 10,000 dispatches (under a minute here)
     .venv/bin/python scripts/soak.py --dispatches 2000 --json soak.json --server http://127.0.0.1:8000
 """
 
@@ -144,14 +145,14 @@ def _server(url: str | None) -> Iterator[str]:
 
 
 def soak(dispatches: int, server: str | None, max_growth_mb: float, headed: bool = False,
-         rebuild_every: int = ROUND) -> dict[str, Any]:
+         rebuild_every: int = ROUND, browser_name: str = "chromium") -> dict[str, Any]:
     """Run the soak; returns the result (samples, verdict and the reasons it failed, if it did)."""
     from playwright.sync_api import sync_playwright
 
     samples: list[dict[str, Any]] = []
     t0 = time.perf_counter()
     with _server(server) as url, sync_playwright() as p:
-        browser = p.chromium.launch(**launch_args("chromium"), headless=not headed)
+        browser = getattr(p, browser_name).launch(**launch_args(browser_name), headless=not headed)
         page = browser.new_page()
         page.set_default_timeout(600_000)
         page_errors: list[str] = []
@@ -214,12 +215,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--server", help="a running dev server's URL (default: start one)")
     ap.add_argument("--max-growth-mb", type=float, default=1.0,
                     help="allowed growth of malloc's bytes in use after the warm-up (default 1 MiB)")
+    ap.add_argument("--browser", choices=("chromium", "firefox"), default="chromium")
     ap.add_argument("--rebuild-every", type=int, default=ROUND,
                     help=f"dispatches between graph rebuilds (default {ROUND})")
     ap.add_argument("--json", type=Path, help="write the full result (with every sample) here")
     ap.add_argument("--headed", action="store_true")
     args = ap.parse_args(argv)
-    result = soak(args.dispatches, args.server, args.max_growth_mb, args.headed, args.rebuild_every)
+    result = soak(args.dispatches, args.server, args.max_growth_mb, args.headed, args.rebuild_every, args.browser)
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
     mib = {k: {p: (v / 2**20 if v is not None else None) for p, v in result["memory"][k].items()}
