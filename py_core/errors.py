@@ -5,6 +5,10 @@ The JS shim turns `dom_name` into `TypeError` or `new DOMException(message, dom_
 
 from __future__ import annotations
 
+import logging
+
+LOG = logging.getLogger("py_core")
+
 
 class WebNNError(Exception):
     """Base class: every error the core raises on purpose carries the DOM name the page must see."""
@@ -50,6 +54,18 @@ ERRORS_BY_NAME = {
 def error_from_json(payload: dict[str, str]) -> WebNNError:
     """Rebuild an error sent across a message boundary."""
     return ERRORS_BY_NAME.get(payload.get("name", ""), UnknownError)(payload.get("message", ""))
+
+
+def internal_error(where: str, exc: BaseException, cls: type[WebNNError] = OperationError) -> WebNNError:
+    """An unexpected Python exception as the WebNN error the page sees: the op and label (`where`), never the
+    Python or NumPy text, which goes to the log (the worker's console) for debugging."""
+    if isinstance(exc, WebNNError):
+        return type(exc)(f"{where}: {exc}")
+    LOG.error("%s: internal error", where, exc_info=exc)
+    # NumPy refuses an array past the address space (2 GiB in 32-bit WebAssembly) with a ValueError
+    if isinstance(exc, MemoryError) or (isinstance(exc, ValueError) and "array is too big" in str(exc)):
+        return OperationError(f"{where}: out of memory in the WebNN worker")
+    return cls(f"{where}: internal error in the WebNN engine (details in the worker's console)")
 
 
 class TFLiteModelError(DataError):

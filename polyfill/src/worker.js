@@ -181,7 +181,13 @@ async function handle(msg) {
     }
     // Anything else is a failure of the runtime itself (e.g. a WebAssembly trap): report it and stop, so
     // the page marks this worker's contexts lost and starts a fresh worker for new ones.
-    const message = `${msg.type} failed: ${e && e.message ? e.message : String(e)}`;
+    // A Python exception that escaped the glue is an engine bug: its traceback goes to this worker's console,
+    // the page gets a message without Python text (py_core.errors.internal_error does the same in Python).
+    const python = e && typeof e === 'object' && e.constructor && e.constructor.name === 'PythonError';
+    if (python) console.error(`pyodide-webnn: ${msg.type}: ${e.message}`);
+    const detail = python ? "internal error in the WebNN engine (details in the worker's console)"
+      : (e && e.message ? e.message : String(e));
+    const message = `${msg.type} failed: ${detail}`;
     self.postMessage({id: msg.id, error: {name: msg.type === 'init' ? 'NotSupportedError' : 'OperationError', message}});
     if (msg.type !== 'init') {
       self.postMessage({type: 'fatal', message});

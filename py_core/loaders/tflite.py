@@ -42,6 +42,7 @@ byte-flipped real models.
 from __future__ import annotations
 
 import os
+import re
 import struct
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,7 +50,7 @@ from typing import Any
 import numpy as np
 import tflite
 
-from py_core.errors import NotSupportedError, TFLiteModelError, TFLiteUnsupportedError, WebNNError
+from py_core.errors import LOG, NotSupportedError, TFLiteModelError, TFLiteUnsupportedError, WebNNError
 from py_core.loaders.tflite_sparse import Level, densify
 
 # TensorType -> (NumPy dtype of stored data, MLOperandDataType or None when WebNN has no such type)
@@ -63,6 +64,25 @@ CUSTOM = 32
 # lengths, a union table of the wrong type, a zero stride...): each becomes a TFLiteModelError saying where.
 MALFORMED = (struct.error, ValueError, IndexError, KeyError, TypeError, AttributeError, ArithmeticError,
              UnicodeError)
+
+
+def _malformed(e: Exception, size: int) -> str:
+    """What a MALFORMED exception says about the file, in the model's terms (the Python text goes to the log)."""
+    LOG.debug("malformed TFLite model", exc_info=e)
+    offset = re.search(r"at offset (-?\d+)", str(e))
+    if isinstance(e, struct.error) and offset:
+        return f"a field at byte {offset.group(1)} lies outside the {size}-byte file"
+    if isinstance(e, struct.error) or "buffer is smaller" in str(e):
+        return f"an offset or vector length points outside the {size}-byte file"
+    if isinstance(e, AttributeError):
+        return "a table it needs is missing, or is of another type than its header says"
+    if isinstance(e, ArithmeticError):
+        return "an option that divides (a stride, a size) is zero or out of range"
+    if isinstance(e, UnicodeError):
+        return "a string is not UTF-8"
+    if isinstance(e, (IndexError, KeyError)):
+        return "it refers to an input, output, dimension or option entry that does not exist"
+    return f"its tensors' shapes, types or options do not fit together ({type(e).__name__})"
 
 
 def _enum_names(cls: type) -> dict[int, str]:
@@ -112,6 +132,7 @@ class TFLiteModel:
     inputs: list[int]
     outputs: list[int]
     source: str = "<bytes>"
+    size: int = 0  # of the file, in bytes
 
     def emit(self, builder: Any) -> dict[str, Any]:
         """Walk every operator through `builder`; the model's output operands by tensor name.
@@ -185,7 +206,7 @@ def read_tflite(source: str | os.PathLike[str] | bytes | bytearray | memoryview,
     try:
         return reader.read()
     except MALFORMED as e:
-        raise TFLiteModelError(f"{name}: malformed {reader.where}: {type(e).__name__}: {e}") from e
+        raise TFLiteModelError(f"{name}: malformed {reader.where}: {_malformed(e, len(buf))}") from e
 
 
 class _Reader:
@@ -269,7 +290,7 @@ class _Reader:
                for x in (g.InputsAsNumpy() if self.count(g.InputsLength(), "inputs") else [])]
         outs = [self.index(int(x), n_tensors, "graph output tensor")
                 for x in (g.OutputsAsNumpy() if self.count(g.OutputsLength(), "outputs") else [])]
-        return TFLiteModel(tensors, operators, ins, outs, name)
+        return TFLiteModel(tensors, operators, ins, outs, name, len(buf))
 
 
 def decode_constant(t: Tensor, source: str = "<bytes>") -> np.ndarray:
@@ -373,7 +394,7 @@ class Emitter:
                 raise TFLiteModelError(f"{model.source}: operator {where}: {e}") from e
             except Exception as e:  # a corrupt option table, shape or index the mapping cannot use
                 raise TFLiteModelError(f"{model.source}: operator {where} is malformed: "
-                                       f"{type(e).__name__}: {e}") from e
+                                       f"{_malformed(e, model.size)}") from e
             results = results if isinstance(results, list) else [results]
             if len(results) != len(op.outputs):
                 raise TFLiteModelError(f"{model.source}: operator {where} has {len(op.outputs)} output "
