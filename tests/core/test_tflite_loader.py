@@ -714,3 +714,10 @@ def test_densify_refuses_metadata_the_stored_values_cannot_justify() -> None:
         densify(one, (3, 8), [0, 1], [], [Level(0, 3), csr])
     with pytest.raises(ValueError, match=r"indices outside 0..3"):
         densify(one, (1, 4), [0, 1], [], [Level(0, 1), csr])
+
+
+def test_recording_names_the_model_in_errors() -> None:
+    from py_core.loaders.recording import record_tflite
+
+    with pytest.raises(TFLiteModelError, match=r"^selfie\.tflite: not a TFLite model"):
+        record_tflite(b"\x00" * 16, "selfie.tflite")
