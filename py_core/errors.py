@@ -45,17 +45,6 @@ class UnknownError(WebNNError):
     dom_name = "UnknownError"
 
 
-ERRORS_BY_NAME = {
-    cls.dom_name: cls
-    for cls in (WebNNTypeError, InvalidStateError, NotSupportedError, OperationError, DataError, UnknownError)
-}
-
-
-def error_from_json(payload: dict[str, str]) -> WebNNError:
-    """Rebuild an error sent across a message boundary."""
-    return ERRORS_BY_NAME.get(payload.get("name", ""), UnknownError)(payload.get("message", ""))
-
-
 def internal_error(where: str, exc: BaseException, cls: type[WebNNError] = OperationError) -> WebNNError:
     """An unexpected Python exception as the WebNN error the page sees: the op and label (`where`), never the
     Python or NumPy text, which goes to the log (the worker's console) for debugging."""

@@ -626,7 +626,7 @@ def test_unsupported_operators_are_listed_in_one_error() -> None:
     e = w.op("MIRROR_PAD", [x, w.const(np.array([[0, 0], [1, 1], [1, 1], [0, 0]], np.int32))],
              ("MirrorPadOptions", {"Mode": 1}), out_shape=[1, 6, 6, 3])
     model = read_tflite(w._serialize([c, d, e]))
-    with pytest.raises(NotSupportedError) as info:
+    with pytest.raises(NotSupportedError, match=r"3 TFLite operator\(s\) cannot be mapped") as info:
         model.emit(GraphBuilderAdapter())
     message = str(info.value)
     assert "3 TFLite operator(s) cannot be mapped" in message
