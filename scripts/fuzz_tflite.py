@@ -1,6 +1,6 @@
 """Fuzz the TFLite loader with truncated and corrupted real models: only a load or a TFLiteModelError may come out.
 
-Each case takes one of the MediaPipe models of scripts/models.py (round robin) and damages it one way:
+Each case takes one of the MediaPipe models of web/mediapipe_models.py (round robin) and damages it one way:
 
 - `truncate`: cut at a random byte;
 - `flip`: flip 1-4 random bits;
@@ -32,12 +32,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import models  # noqa: E402  (scripts/models.py, next to this file)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's py_core and web
 
 from py_core.errors import TFLiteModelError  # noqa: E402
 from py_core.loaders import GraphBuilderAdapter, build_tflite, read_tflite  # noqa: E402
+from web import mediapipe_models as models  # noqa: E402
 
 WORDS = (0, 1, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF)
 KINDS = ("truncate", "flip", "word")
@@ -72,7 +71,7 @@ class Report:
 
 
 def load_models(names: list[str] | None = None) -> dict[str, bytes]:
-    """The model files by name (all of scripts/models.py's by default)."""
+    """The model files by name (all of web/mediapipe_models.py's by default)."""
     return {n: Path(models.model_path(n)).read_bytes() for n in (names or list(models.MODELS))}
 
 
@@ -193,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", type=int, help="stop after this many cases")
     ap.add_argument("--seconds", type=float, help="stop after this long (default 60 s without --cases)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--model", action="append", help="a model of scripts/models.py (repeatable; default all)")
+    ap.add_argument("--model", action="append", help="a model of web/mediapipe_models.py (repeatable; default all)")
     args = ap.parse_args(argv)
     seconds = args.seconds if args.seconds is not None or args.cases is not None else 60.0
     found = load_models(args.model)

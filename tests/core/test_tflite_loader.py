@@ -696,7 +696,8 @@ def test_unmappable_operators_are_the_same_error_type() -> None:
     w = Writer()
     x = w.input([1, 4, 4, 3])
     y = w.op("MyCustomOp", [x], custom=b"\x00", out_shape=[1, 4, 4, 3])
-    with pytest.raises(TFLiteUnsupportedError) as info:
+    with pytest.raises(TFLiteUnsupportedError, match=r"^<bytes>: 1 TFLite operator\(s\) cannot be mapped to "
+                       r"WebNN:\n  #0 MyCustomOp -> 't1': no WebNN mapping for this operator$") as info:
         load_graph(w._serialize([y]))
     assert isinstance(info.value, TFLiteModelError) and isinstance(info.value, NotSupportedError)
     assert info.value.to_json()["name"] == "NotSupportedError"
