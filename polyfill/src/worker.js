@@ -68,6 +68,25 @@ async function init(msg) {
   return {ok: true, snapshot: started.snapshot, numpy, stages};
 }
 
+// The worker's memory for stats: the WebAssembly memory's size (it only grows), the bytes malloc has handed out
+// and not freed (dlmalloc's mallinfo: uordblks), and how many objects CPython's collector tracks (this Pyodide
+// has no pymalloc, so sys.getallocatedblocks() is 0).
+function memory() {
+  const m = pyodide._module;
+  const out = {wasmBytes: m.HEAPU8.buffer.byteLength, pyObjects: pyodide.runPython('import gc; len(gc.get_objects())')};
+  if (typeof m._mallinfo === 'function' && typeof m._calloc === 'function') {
+    const p = m._calloc(1, 64);  // struct mallinfo: 10 size_t (4 bytes in wasm32)
+    try {
+      m._mallinfo(p);
+      const v = new Uint32Array(m.HEAPU8.buffer, p, 10);
+      Object.assign(out, {mallocArena: v[0], mallocInUse: v[7], mallocFree: v[8]});
+    } finally {
+      m._free(p);
+    }
+  }
+  return out;
+}
+
 // Copy the bytes of a Python memoryview out of the WebAssembly heap, once, into a new ArrayBuffer.
 function takeBytes(proxy) {
   const buf = proxy.getBuffer('u8');
@@ -137,7 +156,7 @@ const handlers = {
   destroyTensor: (m) => unwrap(glue.destroy_tensor(m.tid)),
   destroyGraph: (m) => unwrap(glue.destroy_graph(m.gid)),
   destroyContext: (m) => unwrap(glue.destroy_context(m.ctx)),
-  stats: () => ({...JSON.parse(unwrap(glue.stats())), blas}),
+  stats: () => ({...JSON.parse(unwrap(glue.stats())), blas, ...memory()}),
 };
 
 async function handle(msg) {
