@@ -281,7 +281,8 @@ def test_output_over_the_byte_limit_is_refused_at_the_builder_call():
     b = GraphBuilder()
     x = b.input("x", {"dataType": "float32", "shape": [1, 1, 2, 2]})
     w = b.input("w", {"dataType": "float32", "shape": [1, 1, 1, 1]})
-    assert_type_error(lambda: b.call("conv2d", {"input": x, "filter": w, "padding": [30000] * 4}, "huge"),
+    # 30002 x 30002: a valid element count (under 2^31), 3.6 GB of float32
+    assert_type_error(lambda: b.call("conv2d", {"input": x, "filter": w, "padding": [15000] * 4}, "huge"),
                       "huge", "conv2d", "maxTensorByteLength (2147483647)")
     assert_type_error(lambda: b.call("convTranspose2d", {"input": x, "filter": w, "strides": [40000, 40000]},
                                      "up"), "up", "convTranspose2d", "maxTensorByteLength")
