@@ -21,6 +21,7 @@ function routedBuilder(owner, poly, native) {
     // a subclass of the global keeps its own prototype; the plain global gives the implementation's own object
     return new.target === MLGraphBuilder ? new impl(...arguments) : Reflect.construct(impl, arguments, new.target);
   };
+  Object.defineProperty(MLGraphBuilder, 'name', {value: 'MLGraphBuilder'});  // the bundler may rename it
   Object.defineProperty(MLGraphBuilder, 'prototype', {value: owner.prototype, writable: false});
   Object.defineProperty(MLGraphBuilder, Symbol.hasInstance, {
     value: (v) => ordinaryHasInstance(poly, v) || ordinaryHasInstance(native, v), configurable: true,

@@ -15,8 +15,9 @@ function progress(stage, message) {
 
 // Worker URL switches for comparisons: ?compiler=0 runs graphs as built (no py_core.compiler passes),
 // ?native=0 keeps the C kernels (py_core/kernels/native) off, ?blas=0 never loads SciPy's BLAS, ?unpack=0
-// installs NumPy and the core wheel with loadPackage (polyfill/src/wheels.js).
-const switches = new URL(self.location.href).searchParams;
+// installs NumPy and the core wheel with loadPackage (polyfill/src/wheels.js). Read from this script's own URL:
+// the worker may run from a blob URL that imports it (polyfill/src/spawn.js).
+const switches = new URL(import.meta.url).searchParams;
 let blas = switches.get('blas') === '0' ? 'off' : 'idle';
 
 // A graph with enough product work asks for SciPy's OpenBLAS sgemm when the C kernels are off or missing:
@@ -50,7 +51,8 @@ async function init(msg) {
   // The page stores the snapshot (of a bare interpreter); a snapshot carries its environment, so the
   // switches boot without one.
   const started = await startPyodide(loadPyodide, version,
-    {indexURL: msg.pyodideURL, stdout: () => {}, stderr: () => {}, env}, {use: !Object.keys(env).length});
+    {indexURL: msg.pyodideURL, ...(msg.lockFileURL ? {lockFileURL: msg.lockFileURL} : {}),
+      stdout: () => {}, stderr: () => {}, env}, {use: !Object.keys(env).length});
   pyodide = started.py;
   mark('runtime');
   progress('worker-runtime', 'Pyodide started in the worker');
@@ -64,6 +66,25 @@ async function init(msg) {
   mark('core');
   progress('worker-core', 'core loaded');
   return {ok: true, snapshot: started.snapshot, numpy, stages};
+}
+
+// The worker's memory for stats: the WebAssembly memory's size (it only grows), the bytes malloc has handed out
+// and not freed (dlmalloc's mallinfo: uordblks), and how many objects CPython's collector tracks (this Pyodide
+// has no pymalloc, so sys.getallocatedblocks() is 0).
+function memory() {
+  const m = pyodide._module;
+  const out = {wasmBytes: m.HEAPU8.buffer.byteLength, pyObjects: pyodide.runPython('import gc; len(gc.get_objects())')};
+  if (typeof m._mallinfo === 'function' && typeof m._calloc === 'function') {
+    const p = m._calloc(1, 64);  // struct mallinfo: 10 size_t (4 bytes in wasm32)
+    try {
+      m._mallinfo(p);
+      const v = new Uint32Array(m.HEAPU8.buffer, p, 10);
+      Object.assign(out, {mallocArena: v[0], mallocInUse: v[7], mallocFree: v[8]});
+    } finally {
+      m._free(p);
+    }
+  }
+  return out;
 }
 
 // Copy the bytes of a Python memoryview out of the WebAssembly heap, once, into a new ArrayBuffer.
@@ -135,7 +156,7 @@ const handlers = {
   destroyTensor: (m) => unwrap(glue.destroy_tensor(m.tid)),
   destroyGraph: (m) => unwrap(glue.destroy_graph(m.gid)),
   destroyContext: (m) => unwrap(glue.destroy_context(m.ctx)),
-  stats: () => ({...JSON.parse(unwrap(glue.stats())), blas}),
+  stats: () => ({...JSON.parse(unwrap(glue.stats())), blas, ...memory()}),
 };
 
 async function handle(msg) {
@@ -162,7 +183,13 @@ async function handle(msg) {
     }
     // Anything else is a failure of the runtime itself (e.g. a WebAssembly trap): report it and stop, so
     // the page marks this worker's contexts lost and starts a fresh worker for new ones.
-    const message = `${msg.type} failed: ${e && e.message ? e.message : String(e)}`;
+    // A Python exception that escaped the glue is an engine bug: its traceback goes to this worker's console,
+    // the page gets a message without Python text (py_core.errors.internal_error does the same in Python).
+    const python = e && typeof e === 'object' && e.constructor && e.constructor.name === 'PythonError';
+    if (python) console.error(`pyodide-webnn: ${msg.type}: ${e.message}`);
+    const detail = python ? "internal error in the WebNN engine (details in the worker's console)"
+      : (e && e.message ? e.message : String(e));
+    const message = `${msg.type} failed: ${detail}`;
     self.postMessage({id: msg.id, error: {name: msg.type === 'init' ? 'NotSupportedError' : 'OperationError', message}});
     if (msg.type !== 'init') {
       self.postMessage({type: 'fatal', message});

@@ -3,7 +3,10 @@ per browser shared by the tests that allow it."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -41,6 +44,17 @@ def webnn_page(browser: Any, dev_server: str) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
+def webnn_strict_page(browser: Any, dev_server: str) -> Iterator[Any]:
+    """Like webnn_page, with the polyfill in strict mode (data-strict: the draft's behaviour, not Chromium's)."""
+    context = browser.new_context()
+    page, errors = open_page(context, f"{dev_server}/test/strict.html", BOOT_TIMEOUT_MS)
+    page.evaluate("async () => { window.__ctx = await navigator.ml.createContext(); }")
+    page.webnn_errors = errors  # type: ignore[attr-defined]
+    yield page
+    context.close()
+
+
+@pytest.fixture(scope="session")
 def native_chromium_browser(playwright: Any) -> Iterator[Any]:
     """The npm Chromium 153 whose native WebNN works (make setup installs it), one per session for every test
     that needs a usable native WebNN; skipped with the setup's reason where it is not installed."""
@@ -64,3 +78,18 @@ def native_webnn_page(native_chromium_browser: Any, dev_server: str) -> Iterator
     page.webnn_errors = errors  # type: ignore[attr-defined]
     yield page
     context.close()
+
+
+@pytest.fixture(scope="session")
+def client_models() -> dict[str, Any]:
+    """The real clients' ONNX models (scripts/client_models.py), generated once into build/client-models and
+    kept between sessions; the dev server serves them at /clients/models/<name>.onnx."""
+    pytest.importorskip("torch")
+    pytest.importorskip("onnx")
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("webnn_scripts_client_models", root / "scripts" / "client_models.py")
+    assert spec is not None and spec.loader is not None
+    module = sys.modules.setdefault("webnn_scripts_client_models", importlib.util.module_from_spec(spec))
+    spec.loader.exec_module(module)
+    models: dict[str, Any] = module.generate()["models"]
+    return models

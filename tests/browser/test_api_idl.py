@@ -4,6 +4,8 @@ Every interface must exist on `webnnPolyfill`, every attribute must be an access
 has the IDL type, every operation must exist with `length` equal to its required argument count (the shortest
 overload), promise-returning operations must reject instead of throwing, and opSupportLimits() must have the
 members and dictionary shapes the IDL gives MLOpSupportLimits.  https://webidl.spec.whatwg.org/
+These run on a strict-mode page (data-strict: the draft's behaviour); the default mode's differences, Chromium's,
+are docs/compatibility.md's table, checked by test_compat.py.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import pytest
 pytestmark = pytest.mark.browser
 
 IDL_PATH = Path(__file__).resolve().parents[1] / "data" / "webnn.idl"
-# Members the polyfill has beyond the current draft, on purpose: the legacy compute() (issue 4, item 1).
-ALLOWED_EXTRAS = {"MLContext": {"compute"}}
+# Members the polyfill has beyond the current draft in strict mode: none.  (The default, Chromium-compatible
+# mode differs as docs/compatibility.md lists, checked by test_compat.py; these checks run in strict mode.)
+ALLOWED_EXTRAS: dict[str, set[str]] = {}
 
 
 # ------------------------------------------------------------------------------------------- a small WebIDL parser
@@ -328,12 +331,12 @@ async (model) => {
 """
 
 
-def test_every_interface_member_and_arity_matches_the_spec_idl(webnn_page: Any, idl: Idl) -> None:
+def test_every_interface_member_and_arity_matches_the_spec_idl(webnn_strict_page: Any, idl: Idl) -> None:
     model = {
         "interfaces": {name: itf.to_json() for name, itf in idl.interfaces.items()},
         "enums": idl.enums,
     }
-    out = webnn_page.evaluate(INTERFACE_CHECK_JS, model)
+    out = webnn_strict_page.evaluate(INTERFACE_CHECK_JS, model)
     assert out["problems"] == []
     extras = {name: sorted(set(found) - ALLOWED_EXTRAS.get(name, set())) for name, found in out["extras"].items()}
     assert all(not v for v in extras.values()), f"members the spec does not have: {extras}"
@@ -381,10 +384,10 @@ def _check_limits_value(idl: Idl, type_name: str, value: Any, where: str, proble
         problems.append(f"{where}: min {value.get('min')} > max {value.get('max')}")
 
 
-def test_op_support_limits_has_the_idl_dictionary_shape(webnn_page: Any, idl: Idl) -> None:
+def test_op_support_limits_has_the_idl_dictionary_shape(webnn_strict_page: Any, idl: Idl) -> None:
     """Every MLOpSupportLimits member of the IDL (top level and per operator) with exactly its dictionary's
     members; every builder operator has a limits member."""
-    out = webnn_page.evaluate(LIMITS_JS)
+    out = webnn_strict_page.evaluate(LIMITS_JS)
     assert out["fresh"], "opSupportLimits() must return a new dictionary each call"
     problems: list[str] = []
     _check_limits_value(idl, "MLOpSupportLimits", out["limits"], "opSupportLimits()", problems)

@@ -119,8 +119,10 @@ async () => {
     const recipe = R[op];
     if (!recipe) { problems.push(`${op}: no recipe in this test`); continue; }
     stats.operators++;
-    const outName = 'outputs' in lim ? 'outputs' : 'output';
-    const operands = Object.keys(lim).filter((n) => n !== outName);
+    // the draft's `outputs`, or Chromium's output0, output1... (the default mode; the same limits each)
+    const outNames = Object.keys(lim).filter((n) => /^output(s|\d+)?$/.test(n));
+    const outName = outNames[0];
+    const operands = Object.keys(lim).filter((n) => !outNames.includes(n));
     const varied = OUTPUT_TYPED.has(op) ? [...operands, outName] : operands;
     const primary = PRIMARY[op] || operands[0];
     const {min, max} = lim[primary].rankRange;

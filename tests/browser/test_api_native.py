@@ -64,8 +64,11 @@ async () => {
   };
   r.state = {
     nativeIsNavigator: N === P.native && N !== P.ml, installed: P.installed,
+    // the interface objects stay the browser's; MLGraphBuilder routes by context over the native prototype
     globalsNative: typeof MLGraphBuilder === 'function' && MLGraphBuilder !== P.MLGraphBuilder
-      && /\[native code\]/.test(Function.prototype.toString.call(MLGraphBuilder)),
+      && /\[native code\]/.test(Function.prototype.toString.call(MLGraphBuilder.prototype.constructor))
+      && ['ML', 'MLContext', 'MLGraph', 'MLOperand', 'MLTensor'].every(
+        (n) => /\[native code\]/.test(Function.prototype.toString.call(globalThis[n]))),
     nativeTag: Object.prototype.toString.call(N),
   };
   let nativeCtx = null;
@@ -105,7 +108,7 @@ async () => {
   await check('polyfill constant(native tensor)', () => pb2.constant(nTensor), 'throw:TypeError', HINT);
 
   // polyfill objects into native WebNN
-  await check('native MLGraphBuilder(polyfill context)', () => new MLGraphBuilder(ctx), 'throw:TypeError');
+  await check('native MLGraphBuilder(polyfill context)', () => new MLGraphBuilder.prototype.constructor(ctx), 'throw:TypeError');
   await check('native dispatch called on a polyfill context', () => MLContext.prototype.dispatch.call(ctx, graph, {x: xt}, {y: yt}), 'throw:TypeError');
   await check('native readTensor called on a polyfill context', () => MLContext.prototype.readTensor.call(ctx, yt), 'reject:TypeError');
   await check('native input() called on a polyfill builder', () => MLGraphBuilder.prototype.input.call(pb2, 'z', {dataType: 'float32', shape: [1]}), 'throw:TypeError');
@@ -144,6 +147,7 @@ def test_polyfill_and_native_side_by_side_and_mixing_is_a_type_error(native_brow
     assert not failed, "\n".join(failed)
     assert r["polyfillResult"] == [0, 2, 0, 4]
     assert r["nativeAfter"] == ("resolve" if r["nativeUsable"] else "reject:NotSupportedError")
+    _check_routing(page, native_browser.webnn_usable)
     assert not page.webnn_errors
 
 
@@ -155,7 +159,8 @@ async () => {
   return {
     installed: P.installed, navigatorIsPolyfill: navigator.ml === P.ml,
     nativeTag: Object.prototype.toString.call(P.native), nativeIsNative: P.native !== P.ml,
-    globalsPolyfill: ['ML', 'MLContext', 'MLGraph', 'MLGraphBuilder', 'MLOperand', 'MLTensor'].every((n) => globalThis[n] === P[n]),
+    globalsPolyfill: ['ML', 'MLContext', 'MLGraph', 'MLOperand', 'MLTensor'].every((n) => globalThis[n] === P[n])
+      && MLGraphBuilder.prototype === P.MLGraphBuilder.prototype,
     nativeAfter,
   };
 }
@@ -169,4 +174,78 @@ def test_data_install_replace_takes_the_global_names_and_keeps_native_reachable(
     assert r["installed"] and r["navigatorIsPolyfill"] and r["globalsPolyfill"]
     assert r["nativeTag"] == "[object ML]" and r["nativeIsNative"]
     assert r["nativeAfter"] == ("resolve" if native_browser.webnn_usable else "reject:NotSupportedError")
+    _check_routing(page, native_browser.webnn_usable)
     assert not page.webnn_errors
+
+
+ROUTING_JS = r"""
+async () => {
+  const P = webnnPolyfill;
+  const r = {mode: P.installed ? 'polyfill holds the names' : 'native holds the names', errors: []};
+  const threw = (fn) => { try { fn(); return 'ok'; } catch (e) { return e.name; } };
+  const relu = async (ctx, b) => {
+    const x = b.input('x', {dataType: 'float32', shape: [4]});
+    const g = await b.build({y: b.relu(x)});
+    const t = await ctx.createTensor({dataType: 'float32', shape: [4], writable: true});
+    const o = await ctx.createTensor({dataType: 'float32', shape: [4], readable: true});
+    ctx.writeTensor(t, new Float32Array([-1, 2, -3, 4]));
+    ctx.dispatch(g, {x: t}, {y: o});
+    const out = Array.from(new Float32Array(await ctx.readTensor(o)));
+    return {out, x, g, t};
+  };
+  // a client's way: the global constructor, given a polyfill context
+  const ctx = await P.ml.createContext();
+  const b = new MLGraphBuilder(ctx);
+  const poly = await relu(ctx, b);
+  r.polyfill = {
+    result: poly.out, builderIsPolyfill: b instanceof P.MLGraphBuilder, builderInstanceofGlobal: b instanceof MLGraphBuilder,
+    instanceofGlobals: [ctx instanceof MLContext, poly.g instanceof MLGraph, poly.x instanceof MLOperand,
+                        poly.t instanceof MLTensor, P.ml instanceof ML],
+  };
+  r.plainObjects = [{} instanceof MLGraphBuilder, {} instanceof MLContext, {} instanceof MLTensor, 1 instanceof MLGraph];
+  r.withoutNew = threw(() => MLGraphBuilder(ctx));
+  r.notAContext = threw(() => new MLGraphBuilder({}));
+  r.shape = {name: MLGraphBuilder.name, length: MLGraphBuilder.length,
+             protoHasOps: typeof MLGraphBuilder.prototype.conv2d === 'function'};
+  class Sub extends MLGraphBuilder {}
+  r.subclass = Object.getPrototypeOf(new Sub(ctx)) === Sub.prototype;
+  ctx.destroy();
+  // and the browser's own, when it has a usable one
+  let nctx = null;
+  try { nctx = P.native && await P.native.createContext(); } catch (e) { r.nativeError = e.name; }
+  if (nctx) {
+    const nb = new MLGraphBuilder(nctx);
+    const nat = await relu(nctx, nb);
+    r.native = {
+      result: nat.out, builderIsPolyfill: nb instanceof P.MLGraphBuilder, builderInstanceofGlobal: nb instanceof MLGraphBuilder,
+      instanceofGlobals: [nctx instanceof MLContext, nat.g instanceof MLGraph, nat.x instanceof MLOperand,
+                          nat.t instanceof MLTensor, P.native instanceof ML],
+    };
+    nctx.destroy();
+  }
+  return r;
+}
+"""
+
+
+def _check_routing(page: Any, native_usable: bool) -> None:
+    """new MLGraphBuilder(ctx) builds with the implementation that owns ctx, whoever holds the global names;
+    instanceof on the global interfaces is true for the objects of both (issue 14, item 2)."""
+    r = page.evaluate(ROUTING_JS)
+    good = {"result": [0, 2, 0, 4], "builderInstanceofGlobal": True, "instanceofGlobals": [True] * 5}
+    assert r["polyfill"] == {**good, "builderIsPolyfill": True}, r
+    assert r["plainObjects"] == [False] * 4
+    assert r["withoutNew"] == "TypeError" and r["notAContext"] == "TypeError"
+    assert r["shape"] == {"name": "MLGraphBuilder", "length": 1, "protoHasOps": True}
+    assert r["subclass"]
+    assert ("native" in r) == native_usable, r.get("nativeError")
+    if native_usable:
+        assert r["native"] == {**good, "builderIsPolyfill": False}, r
+    print(f"{r['mode']}: native WebNN {'usable: routed both ways' if native_usable else r.get('nativeError', 'absent')}")
+
+
+def test_global_builder_without_a_native_webnn(webnn_page: Any) -> None:
+    """The shared page of either browser, without navigator.ml (Firefox; Chromium without its WebNN feature):
+    the polyfill holds the names, and the same routing checks hold."""
+    assert webnn_page.evaluate("() => webnnPolyfill.installed && !webnnPolyfill.native")
+    _check_routing(webnn_page, native_usable=False)

@@ -44,15 +44,6 @@ def _load(name: str, path: Path) -> Any:
     return module
 
 
-@pytest.fixture(scope="session")
-def client_models() -> dict[str, Any]:
-    """The ONNX models, generated once into build/client-models (kept between sessions)."""
-    pytest.importorskip("torch")
-    pytest.importorskip("onnx")
-    index: dict[str, Any] = _load("webnn_scripts_client_models", ROOT / "scripts" / "client_models.py").generate()
-    return index["models"]
-
-
 @pytest.fixture(scope="module")
 def clients_page(browser_name: str, playwright: Any, dev_server: str, request: pytest.FixtureRequest) -> Iterator[Any]:
     """web/pages/clients in this browser; Chromium with navigator.ml (its WebNN feature), Firefox without."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import wpt_dir
 
 from py_core.kernels import native
 from py_core.testing import native_check
@@ -50,11 +51,9 @@ def test_resample_is_bit_identical_to_the_numpy_kernel(shape: tuple[int, ...], a
 
 def test_wpt_passes_the_same_with_and_without_the_c_kernels() -> None:
     """The NumPy kernels stay conformant where the C kernels are not built: the same WPT pass list both ways."""
-    from pathlib import Path
-
     from py_core.testing import wpt
 
-    data = Path(__file__).resolve().parents[1] / "data" / "wpt"
+    data = wpt_dir()
     with_c = {r.id for r in wpt.run_dir(data) if r.status == wpt.PASS}
     native.use_native(False)
     try:
