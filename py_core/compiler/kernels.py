@@ -179,7 +179,7 @@ class PackedConv2d:
 
     def __init__(self, filter_hwio: np.ndarray, bias: np.ndarray | None, *, padding: Sequence[int],
                  strides: Sequence[int], dilations: Sequence[int], groups: int, layout: str,
-                 out_shape: Sequence[int], posts: Sequence[PostOp],
+                 in_shape: Sequence[int], out_shape: Sequence[int], posts: Sequence[PostOp],
                  post_specs: Sequence[tuple[Any, ...]] = ()):
         kh, kw, cg, o = filter_hwio.shape
         self.kh, self.kw, self.o = kh, kw, o
@@ -212,6 +212,12 @@ class PackedConv2d:
         self.native_act, self.native_posts = (act, lo, hi), self.posts[used:]
         self.taps_chw = (np.ascontiguousarray(self.w.transpose(2, 0, 1))
                          if self.mode == "depthwise" and layout == "nchw" else None)
+        # The one range check of the C kernels' geometry (int64 coordinates far from overflow), made here where
+        # the kernel is chosen: valid WebNN options always pass it today, so this only guards future limits.
+        in_hw = in_shape[1:3] if layout == "nhwc" else in_shape[2:4]
+        out_hw = out_shape[1:3] if layout == "nhwc" else out_shape[2:4]
+        self.native_fits = native.conv_fits(in_hw, (kh, kw), self.strides, self.dilations,
+                                            (self.padding[0], self.padding[2]), out_hw)
 
     def _taps(self, xp: np.ndarray, oh: int, ow: int, layout: str = "") -> list[tuple[int, int, np.ndarray]]:
         (sh, sw), (dh, dw) = self.strides, self.dilations
@@ -302,7 +308,7 @@ class PackedConv2d:
         return y
 
     def __call__(self, input: np.ndarray) -> np.ndarray:
-        if native.available():
+        if self.native_fits and native.available():
             return self._native(np.ascontiguousarray(input, dtype=F32))
         x = input if input.dtype == F32 else input.astype(F32)
         nhwc = self.layout == "nhwc"

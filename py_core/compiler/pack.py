@@ -33,7 +33,8 @@ def _pack_conv2d(prog: Program, node: Node, posts: list[Any], specs: list[Any]) 
     if groups != 1 and not (cg == 1 and out_c == groups):  # grouped but not depthwise: reference kernel
         return False
     packed = PackedConv2d(hwio, bias, padding=o["padding"], strides=o["strides"], dilations=o["dilations"],
-                          groups=groups, layout=o["inputLayout"], out_shape=prog.shape(node.outputs[0]),
+                          groups=groups, layout=o["inputLayout"], in_shape=prog.shape(node.operands["input"]),
+                          out_shape=prog.shape(node.outputs[0]),
                           posts=posts, post_specs=specs)
     node.kernel, node.operands, node.options = packed, {"input": node.operands["input"]}, {}
     node.op = f"conv2d[{packed.mode}]"
