@@ -1,10 +1,17 @@
 """The C kernels (py_core/kernels/native), host build of the same C source, against float64 NumPy formulas.
 
-The cases live in py_core.testing.native_check; tests/pyodide/test_pyodide_native.py runs them on the wasm
-build inside Pyodide.
+The cases live in py_core.testing.native_check (the issue #13 edge geometry near 2^31 and 2^32 included);
+tests/pyodide/test_pyodide_wpt.py runs them on the wasm build inside Pyodide.
 """
 
 from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -50,8 +57,6 @@ def test_resample_is_bit_identical_to_the_numpy_kernel(shape: tuple[int, ...], a
 
 def test_wpt_passes_the_same_with_and_without_the_c_kernels() -> None:
     """The NumPy kernels stay conformant where the C kernels are not built: the same WPT pass list both ways."""
-    from pathlib import Path
-
     from py_core.testing import wpt
 
     data = Path(__file__).resolve().parents[1] / "data" / "wpt"
@@ -82,3 +87,38 @@ def test_switching_off_and_on() -> None:
     finally:
         native.use_native(True)
     assert native.available()
+
+
+# The NumPy path of the issue #13 edge geometry: it materialises the padding today (about 16 GiB for the first
+# case, issue #13 item 2), so it runs in a child process whose address space is capped: a MemoryError there is
+# an expected failure until the NumPy kernels are bounded; any other outcome must match the definition.
+_NUMPY_CHILD = """
+import json, sys
+import numpy as np
+from py_core.testing import native_check
+case = native_check.EDGE_CASES[int(sys.argv[1])]
+try:
+    err, tol = native_check.edge_graph_case(np.random.default_rng(0), case, sys.argv[2], sys.argv[3], numpy_path=True)
+    print(json.dumps({"error": err, "tolerance": tol}))
+except Exception as e:
+    print(json.dumps({"exception": f"{type(e).__name__}: {e}"}))
+"""
+
+
+@pytest.mark.parametrize("index", range(len(native_check.EDGE_CASES)))
+@pytest.mark.parametrize("layout,kind", [("nchw", "depthwise"), ("nhwc", "im2col")])
+def test_edge_geometry_numpy_path_matches_the_definition(index: int, layout: str, kind: str) -> None:
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    proc = subprocess.run([sys.executable, "-c", _NUMPY_CHILD, str(index), layout, kind], capture_output=True,
+                          text=True, timeout=120, preexec_fn=cap, cwd=Path(__file__).resolve().parents[2],
+                          env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    if "exception" in out:
+        text = out["exception"]
+        if "MemoryError" in text or "Unable to allocate" in text or "too big" in text:
+            pytest.xfail(f"the NumPy kernels materialise the padding (issue #13 item 2): {text[:200]}")
+        pytest.fail(text)
+    assert out["error"] <= out["tolerance"], out
