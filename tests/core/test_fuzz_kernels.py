@@ -7,7 +7,7 @@ from small numbers and from the edges of `unsigned long` (2^16, 2^31 - 1, 2^31, 
 OUTPUT stays small: a huge stride with a huge end padding, a huge dilation with a beginning padding that lines a
 far tap up with the input (the shape of the issue #13 conv2d that read outside its buffers).
 
-Budget: `make test` runs a fixed, derandomized set (WEBNN_FUZZ_EXAMPLES examples per operator, default 20); the
+Budget: `make test` runs a fixed, derandomized set (WEBNN_FUZZ_EXAMPLES examples per operator, default 30); the
 deep run is `make fuzz` (scripts/fuzz.py: random seeds, thousands of examples, statistics printed).
 
 Where a NumPy kernel would materialise padding or stride gaps larger than MATERIALISE_BUDGET elements (the
@@ -32,7 +32,7 @@ from py_core.kernels import native
 from py_core.runtime.executor import prepare
 from py_core.testing import reference as ref
 
-EXAMPLES = int(os.environ.get("WEBNN_FUZZ_EXAMPLES", "20"))
+EXAMPLES = int(os.environ.get("WEBNN_FUZZ_EXAMPLES", "30"))
 DEEP = "WEBNN_FUZZ_EXAMPLES" in os.environ
 # elements a NumPy path may materialise (padded input, scattered output) before the case skips it
 MATERIALISE_BUDGET = int(os.environ.get("WEBNN_FUZZ_MATERIALISE", str(2**22)))
