@@ -13,7 +13,9 @@ be) for Chromium's `--use-file-for-fake-video-capture`.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -43,12 +45,21 @@ SAMPLES: dict[str, tuple[Callable[[], np.ndarray], str]] = {
 
 
 def write_png(path: Path, image: np.ndarray) -> None:
+    """Write `path` atomically: a uniquely named temporary file in the same directory, then os.replace.
+    Concurrent writers (two first requests to the dev server) never share a temporary file, and a reader
+    sees the old file or the whole new one."""
     from skimage.io import imsave
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".part.png")
-    imsave(tmp, image, check_contrast=False)
-    tmp.replace(path)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".part.png")
+    os.close(fd)
+    try:
+        imsave(name, image, check_contrast=False)
+        os.chmod(name, 0o644)  # mkstemp makes it owner-only; the PNG is a public file like the others
+        os.replace(name, path)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
 
 
 def camera_frame(image: np.ndarray, width: int = 640, height: int = 480) -> np.ndarray:

@@ -15,7 +15,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from web.bench.routes import add_report_routes
+from web.bench.routes import REPORT_CSP, add_report_routes
 from web.core_wheel import CoreWheelCache, read_project_meta
 from web.settings import Settings
 
@@ -38,6 +38,8 @@ MIME_TYPES = {
     ".css": "text/css; charset=utf-8",
     ".ts": "text/plain; charset=utf-8",
 }
+# Browsers must not guess a type other than the one we send (a report or JSON sniffed as HTML or script).
+NOSNIFF = {"x-content-type-options": "nosniff"}
 NO_CACHE = "no-cache"
 LONG_CACHE = "public, max-age=86400"
 
@@ -62,6 +64,31 @@ class IsolationHeaders:
                 ]
                 headers += [(k.encode(), v.encode()) for k, v in ISOLATION_HEADERS.items()]
                 message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+class AddHeaders:
+    """Pure ASGI middleware: sets `headers` (replacing any of the same name) on every HTTP response whose path
+    is `prefix` or below it (every response when `prefix` is empty): errors, 404s and static files included."""
+
+    def __init__(self, app: ASGIApp, headers: dict[str, str], prefix: str = "") -> None:
+        self.app = app
+        self.prefix = prefix.rstrip("/")
+        self.names = {k.lower().encode() for k in headers}
+        self.raw = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or not (path == self.prefix or path.startswith(self.prefix + "/")):
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                kept = [(k, v) for k, v in message.get("headers", []) if k.lower() not in self.names]
+                message["headers"] = kept + self.raw
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
@@ -144,10 +171,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     async def server_error(request: Request, exc: Exception) -> Response:
         # 500s are answered outside all middleware, so the isolation headers are set here too.
-        return JSONResponse({"detail": "Internal Server Error"}, status_code=500, headers=ISOLATION_HEADERS)
+        headers = {**ISOLATION_HEADERS, **NOSNIFF}
+        return JSONResponse({"detail": "Internal Server Error"}, status_code=500, headers=headers)
 
     app.add_exception_handler(Exception, server_error)
     app.add_middleware(IsolationHeaders)
+    app.add_middleware(AddHeaders, headers=NOSNIFF)
+    app.add_middleware(AddHeaders, headers=REPORT_CSP, prefix="/reports")
 
     @app.get("/api/health")
     def health() -> Response:
@@ -182,7 +212,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def sample_photo(name: str) -> Response:
         # generated from scikit-image on first use (scripts/make_samples.py), not committed
         make_samples = _script(settings.repo_root, "make_samples")
-        path = WEB_DIR / "gallery" / "samples" / f"{name}.png"
+        path = settings.samples_dir / f"{name}.png"
         if name not in make_samples.SAMPLES:
             return JSONResponse({"detail": f"no sample photo '{name}'"}, 404)
         if not path.is_file():

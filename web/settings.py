@@ -50,6 +50,11 @@ class Settings:
         return self.repo_root / "polyfill" / "dist"
 
     @property
+    def samples_dir(self) -> Path:
+        """The gallery's sample photos, generated on first request by scripts/make_samples.py."""
+        return self.repo_root / "web" / "gallery" / "samples"
+
+    @property
     def core_src(self) -> Path:
         """The py_core package directory the core wheel is built from."""
         return self.repo_root / "py_core"

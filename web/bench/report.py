@@ -13,7 +13,7 @@ import platform
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from html import escape
+from html import escape as _escape
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +73,17 @@ def _columns(results: Sequence[Result]) -> list[str]:
     return sorted(cols, key=lambda c: cols[c])
 
 
+def escape(v: Any) -> str:
+    """`v` as HTML text: every field of run.json and results.jsonl is data, whatever its JSON type."""
+    return _escape(str(v))
+
+
+def _errors(r: Result, limit: int) -> str:
+    """A result's error messages, joined and cut to `limit` characters (before escaping, so that no entity
+    is cut in half)."""
+    return "; ".join(str(e) for e in r.errors)[:limit]
+
+
 def _fmt_ms(v: Any) -> str:
     return "" if v is None else f"{float(v):.3g}"
 
@@ -91,9 +102,9 @@ def _environment(meta: Mapping[str, Any], probes: Sequence[Mapping[str, Any]]) -
         out.append(f"<h3>{escape(p['target'])}: {escape(p['browser'])} {escape(p.get('browser_version', ''))}</h3>")
         out.append(
             f'<p class="small">{escape(env.get("userAgent", ""))}<br>secure context: '
-            f"{env.get('isSecureContext')}, crossOriginIsolated: {env.get('crossOriginIsolated')}, "
-            f"cores: {env.get('hardwareConcurrency')}, polyfill {escape(str(env.get('polyfill')))}, "
-            f"polyfill boot (ms): {escape(str(env.get('polyfillBoot', {})))}</p>"
+            f"{escape(env.get('isSecureContext'))}, crossOriginIsolated: {escape(env.get('crossOriginIsolated'))}, "
+            f"cores: {escape(env.get('hardwareConcurrency'))}, polyfill {escape(env.get('polyfill'))}, "
+            f"polyfill boot (ms): {escape(env.get('polyfillBoot', {}))}</p>"
         )
         rows: dict[str, dict[str, Any]] = defaultdict(dict)
         for s in p.get("states", []):
@@ -109,19 +120,19 @@ def _environment(meta: Mapping[str, Any], probes: Sequence[Mapping[str, Any]]) -
                 cls = "pass" if s["state"] == "usable" else ("na" if s["state"] == "absent" else "fail")
                 err = s.get("error") or {}
                 msg = f": {escape(err.get('name', ''))}: {escape(err.get('message', ''))}" if err else ""
-                acc = "" if s.get("accelerated") is None else f" (accelerated={s['accelerated']})"
+                acc = "" if s.get("accelerated") is None else f" (accelerated={escape(s['accelerated'])})"
                 cells.append(f'<td class="{cls}">{escape(s["state"])}{acc}{msg}</td>')
             out.append(f"<tr><td><code>{escape(variant)}</code></td>{''.join(cells)}</tr>")
         out.append("</table>")
     ref = meta.get("reference", {})
     out.append(
-        f"<h3>cpython reference</h3><p>py_core under CPython {escape(str(ref.get('python', '')))}, "
-        f"NumPy {escape(str(ref.get('numpy', '')))}, {escape(str(ref.get('platform', '')))}</p>"
+        f"<h3>cpython reference</h3><p>py_core under CPython {escape(ref.get('python', ''))}, "
+        f"NumPy {escape(ref.get('numpy', ''))}, {escape(ref.get('platform', ''))}</p>"
     )
     host = meta.get("host", {})
     out.append(
-        f"<h3>host</h3><p>{escape(str(host.get('platform', '')))}, {host.get('cpus', '?')} CPUs; "
-        f"command: <code>{escape(str(meta.get('command', '')))}</code></p>"
+        f"<h3>host</h3><p>{escape(host.get('platform', ''))}, {escape(host.get('cpus', '?'))} CPUs; "
+        f"command: <code>{escape(meta.get('command', ''))}</code></p>"
     )
     return "\n".join(out)
 
@@ -152,7 +163,7 @@ def _matrix(results: Sequence[Result], columns: Sequence[str]) -> str:
             cls = "fail" if bad else ("pass" if not other else ("part" if n_pass < len(rs) else "pass"))
             if all(r.status == res.UNAVAILABLE for r in rs):
                 cls = "na"
-            tip = "\n".join(f"{r.status}: {r.case}: {'; '.join(r.errors)[:200]}" for r in bad + other)
+            tip = "\n".join(f"{r.status}: {r.case}: {_errors(r, 200)}" for r in bad + other)
             ran = len(rs) - sum(r.status == res.UNAVAILABLE for r in rs)
             cells.append(f'<td class="{cls} c" title="{escape(tip)}">{n_pass}/{ran}</td>')
         out.append(f"<tr><td><code>{escape(op)}</code></td>{''.join(cells)}</tr>")
@@ -161,7 +172,7 @@ def _matrix(results: Sequence[Result], columns: Sequence[str]) -> str:
         notes = {}
         for r in results:
             if r.column in dead and r.column not in notes:
-                notes[r.column] = "; ".join(r.errors)
+                notes[r.column] = _errors(r, 600)
         out.append("<p><b>Not run</b> (absent or unusable, see the environment section):</p><ul>")
         out += [f"<li><code>{escape(c)}</code>: {escape(notes.get(c, ''))}</li>" for c in dead]
         out.append("</ul>")
@@ -178,11 +189,11 @@ def _failures(results: Sequence[Result], limit: int = 300) -> str:
         "<th>tolerance</th><th>message</th></tr>"
     )
     for r in bad[:limit]:
-        err = "" if r.max_ulp is None else f"{r.max_ulp:g} / {r.max_abs:g}"
+        err = "" if r.max_ulp is None else f"{r.max_ulp:g} / {r.max_abs or 0.0:g}"
         out.append(
-            f"<tr><td><code>{escape(r.case)}</code></td><td>{escape(r.column)}</td><td>{r.status}</td>"
-            f"<td>{err}</td><td>{escape(str(r.tolerance or ''))}</td>"
-            f"<td>{escape('; '.join(r.errors))[:600]}</td></tr>"
+            f"<tr><td><code>{escape(r.case)}</code></td><td>{escape(r.column)}</td><td>{escape(r.status)}</td>"
+            f"<td>{err}</td><td>{escape(r.tolerance or '')}</td>"
+            f"<td>{escape(_errors(r, 600))}</td></tr>"
         )
     out.append("</table>")
     if len(bad) > limit:
@@ -309,7 +320,7 @@ def render(
     """The report's HTML for a run's probes and results."""
     columns = _columns(results)
     counts = res.counts(list(results))
-    badges = "".join(f'<span class="badge">{v} {k}</span>' for k, v in counts.items() if v)
+    badges = "".join(f'<span class="badge">{escape(v)} {escape(k)}</span>' for k, v in counts.items() if v)
     pairs = _pairs(run_dir, results)
     nav = " · ".join(
         f'<a href="#{a}">{t}</a>'
@@ -322,10 +333,10 @@ def render(
         )
     )
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
-<title>pyodide-webnn bench {escape(str(meta.get("id", "")))}</title><style>{CSS}</style></head><body>
-<h1>WebNN comparison bench: run {escape(str(meta.get("id", "")))}</h1>
-<p>{escape(str(meta.get("started", "")))} → {escape(str(meta.get("finished", "")))} ·
-{meta.get("cases", 0)} cases · {len(results)} results · {badges}</p><p>{nav}</p>
+<title>pyodide-webnn bench {escape(meta.get("id", ""))}</title><style>{CSS}</style></head><body>
+<h1>WebNN comparison bench: run {escape(meta.get("id", ""))}</h1>
+<p>{escape(meta.get("started", ""))} → {escape(meta.get("finished", ""))} ·
+{escape(meta.get("cases", 0))} cases · {len(results)} results · {badges}</p><p>{nav}</p>
 {_matrix(results, columns)}
 {_failures(results)}
 {_accuracy(results, columns, pairs)}

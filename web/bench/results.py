@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from web.paths import inside
+
 RUN_JSON = "run.json"
 RESULTS = "results.jsonl"
 REPORT = "report.html"
@@ -175,7 +177,7 @@ def load_outputs(run_dir: str | Path, rel: str | None) -> dict[str, np.ndarray] 
     if not rel:
         return None
     path = Path(run_dir) / rel
-    if not path.is_file():
+    if not path.is_file() or not inside(run_dir, path):  # `rel` comes from a results line: data, not a path
         return None
     with np.load(path) as z:
         names = list(z["__names__"])

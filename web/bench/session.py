@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from web.bench.probe import Probe, probe_page
 from web.browsers import launch_args
+from web.settings import Settings
 
 BENCH_PAGE = "/bench/bench.html"
 BROWSER_TYPES = ("chromium", "firefox", "webkit")
@@ -86,11 +87,6 @@ def free_port() -> int:
 @contextmanager
 def dev_server(port: int | None = None) -> Iterator[str]:
     """The project's dev server (web.app) served by uvicorn in a daemon thread; yields its base URL."""
-    import uvicorn
-
-    from web.app import create_app
-    from web.settings import Settings
-
     env = Settings.from_env()
     settings = Settings(
         host="127.0.0.1",
@@ -99,6 +95,17 @@ def dev_server(port: int | None = None) -> Iterator[str]:
         repo_root=env.repo_root,
         reports_dir=env.reports_dir,
     )
+    with serve_app(settings) as url:
+        yield url
+
+
+@contextmanager
+def serve_app(settings: Settings) -> Iterator[str]:
+    """create_app(settings) served by uvicorn in a daemon thread on settings.host:port; yields its base URL."""
+    import uvicorn
+
+    from web.app import create_app
+
     server = uvicorn.Server(
         uvicorn.Config(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
     )
