@@ -90,34 +90,44 @@ def test_switching_off_and_on() -> None:
 
 
 # The NumPy path of the issue #13 edge geometry: it materialises the padding today (about 16 GiB for the first
-# case, issue #13 item 2), so it runs in a child process whose address space is capped: a MemoryError there is
+# case, issue #13 item 2), so it runs in one child process whose address space is capped: a MemoryError there is
 # an expected failure until the NumPy kernels are bounded; any other outcome must match the definition.
 _NUMPY_CHILD = """
 import json, sys
 import numpy as np
 from py_core.testing import native_check
-case = native_check.EDGE_CASES[int(sys.argv[1])]
-try:
-    err, tol = native_check.edge_graph_case(np.random.default_rng(0), case, sys.argv[2], sys.argv[3], numpy_path=True)
-    print(json.dumps({"error": err, "tolerance": tol}))
-except Exception as e:
-    print(json.dumps({"exception": f"{type(e).__name__}: {e}"}))
+out = {}
+for i, case in enumerate(native_check.EDGE_CASES):
+    for layout, kind in (("nchw", "depthwise"), ("nhwc", "im2col")):
+        try:
+            err, tol = native_check.edge_graph_case(np.random.default_rng(0), case, layout, kind, numpy_path=True)
+            out[f"{i} {layout} {kind}"] = {"error": err, "tolerance": tol}
+        except Exception as e:
+            out[f"{i} {layout} {kind}"] = {"exception": f"{type(e).__name__}: {e}"}
+print(json.dumps(out))
 """
+
+
+@pytest.fixture(scope="module")
+def numpy_edge_results() -> dict[str, dict[str, object]]:
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    proc = subprocess.run([sys.executable, "-c", _NUMPY_CHILD], capture_output=True, text=True, timeout=300,
+                          preexec_fn=cap, cwd=Path(__file__).resolve().parents[2],
+                          env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results: dict[str, dict[str, object]] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return results
 
 
 @pytest.mark.parametrize("index", range(len(native_check.EDGE_CASES)))
 @pytest.mark.parametrize("layout,kind", [("nchw", "depthwise"), ("nhwc", "im2col")])
-def test_edge_geometry_numpy_path_matches_the_definition(index: int, layout: str, kind: str) -> None:
-    def cap() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
-
-    proc = subprocess.run([sys.executable, "-c", _NUMPY_CHILD, str(index), layout, kind], capture_output=True,
-                          text=True, timeout=120, preexec_fn=cap, cwd=Path(__file__).resolve().parents[2],
-                          env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+def test_edge_geometry_numpy_path_matches_the_definition(numpy_edge_results: dict[str, dict[str, object]],
+                                                         index: int, layout: str, kind: str) -> None:
+    out = numpy_edge_results[f"{index} {layout} {kind}"]
     if "exception" in out:
-        text = out["exception"]
+        text = str(out["exception"])
         if "MemoryError" in text or "Unable to allocate" in text or "too big" in text:
             pytest.xfail(f"the NumPy kernels materialise the padding (issue #13 item 2): {text[:200]}")
         pytest.fail(text)
