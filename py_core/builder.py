@@ -87,7 +87,7 @@ class GraphBuilder:
         """input(name, descriptor).  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-input"""
         self._check_state()
         if not isinstance(name, str) or not name:
-            raise WebNNTypeError("input: the name must be a non-empty string")
+            raise WebNNTypeError(f"input: the name must be a non-empty string, got {name!r}")
         if name in self.graph.inputs:
             raise WebNNTypeError(f"input: an input named '{name}' already exists")
         desc = parse_descriptor(descriptor, f"input '{name}'")
@@ -175,7 +175,7 @@ class GraphBuilder:
         ids: dict[str, int] = {}
         for name, h in outputs.items():
             if not isinstance(name, str) or not name:
-                raise WebNNTypeError("build: output names must be non-empty strings")
+                raise WebNNTypeError(f"build: output names must be non-empty strings, got {name!r}")
             if not isinstance(h, BuilderOperand) or h.builder is not self:
                 raise WebNNTypeError(f"build: output '{name}' is not an MLOperand of this builder")
             if self.graph.operands[h.id].kind != "output":
@@ -218,7 +218,10 @@ def graph_from_json(data: Mapping[str, Any], constants: Mapping[int, Any] | None
         for h in outs:
             c = claimed.get(h.id)
             if c is None or list(h.desc.shape) != list(c["shape"]) or h.desc.data_type.value != c["dataType"]:
-                raise WebNNTypeError(f"{op['op']}: serialized output #{h.id} does not match inferred {h.desc}")
+                where = f"[{op['label']}] {op['op']}" if op.get("label") else op["op"]
+                claim = "none" if c is None else f"{c['dataType']}{list(c['shape'])}"
+                raise WebNNTypeError(
+                    f"{where}: serialized output #{h.id} ({claim}) does not match the inferred {h.desc}")
             handles[h.id] = h
     builder._next_id = max(claimed) + 1 if claimed else 0
     return builder.build({name: handles[i] for name, i in data["outputs"].items()})

@@ -5,6 +5,10 @@ The JS shim turns `dom_name` into `TypeError` or `new DOMException(message, dom_
 
 from __future__ import annotations
 
+import logging
+
+LOG = logging.getLogger("py_core")
+
 
 class WebNNError(Exception):
     """Base class: every error the core raises on purpose carries the DOM name the page must see."""
@@ -41,12 +45,24 @@ class UnknownError(WebNNError):
     dom_name = "UnknownError"
 
 
-ERRORS_BY_NAME = {
-    cls.dom_name: cls
-    for cls in (WebNNTypeError, InvalidStateError, NotSupportedError, OperationError, DataError, UnknownError)
-}
+def internal_error(where: str, exc: BaseException, cls: type[WebNNError] = OperationError) -> WebNNError:
+    """An unexpected Python exception as the WebNN error the page sees: the op and label (`where`), never the
+    Python or NumPy text, which goes to the log (the worker's console) for debugging."""
+    if isinstance(exc, WebNNError):
+        return type(exc)(f"{where}: {exc}")
+    LOG.error("%s: internal error", where, exc_info=exc)
+    # NumPy refuses an array past the address space (2 GiB in 32-bit WebAssembly) with a ValueError
+    if isinstance(exc, MemoryError) or (isinstance(exc, ValueError) and "array is too big" in str(exc)):
+        return OperationError(f"{where}: out of memory in the WebNN worker")
+    return cls(f"{where}: internal error in the WebNN engine (details in the worker's console)")
 
 
-def error_from_json(payload: dict[str, str]) -> WebNNError:
-    """Rebuild an error sent across a message boundary."""
-    return ERRORS_BY_NAME.get(payload.get("name", ""), UnknownError)(payload.get("message", ""))
+class TFLiteModelError(DataError):
+    """A .tflite model the loader cannot read: the message names the model, where (byte offset, table, tensor
+    or operator) and what is wrong.  Every failure of py_core.loaders.tflite is one of these."""
+
+
+class TFLiteUnsupportedError(TFLiteModelError, NotSupportedError):
+    """A well-formed model with operators (or types) WebNN or the loader has no mapping for."""
+
+    dom_name = "NotSupportedError"

@@ -28,10 +28,6 @@ class DataType(StrEnum):
         """The NumPy dtype name with the same layout (kept as a string: this module imports no NumPy)."""
         return self.value
 
-    @property
-    def is_float(self) -> bool:
-        return self in FLOATS
-
     @classmethod
     def parse(cls, value: object) -> DataType:
         """Parse an MLOperandDataType string; raises ValueError for anything else."""
@@ -76,9 +72,13 @@ INT_RANGES: dict[DataType, tuple[int, int]] = {
     DataType.UINT64: (0, 2**64 - 1),
 }
 
-# Largest value of an "unsigned long" dimension, and of a tensor's element count.  The spec requires
-# dimensions and element counts to be valid unsigned long values.
-MAX_DIMENSION = 2**32 - 1
+# Largest WebIDL [EnforceRange] unsigned long (axes, sizes and other unsigned long arguments).
+MAX_UNSIGNED_LONG = 2**32 - 1
+# Largest valid dimension, and largest element count: "an integer greater than zero and in the range of
+# long" (https://www.w3.org/TR/webnn/#valid-dimension); Chromium's OperandDescriptor::Create checks the same
+# int32 range.  A shape is still a sequence of unsigned long, so 2^31 .. 2^32-1 pass the IDL conversion and
+# fail here, with a TypeError either way.
+MAX_DIMENSION = 2**31 - 1
 # Chosen to match what 32-bit indexing backends accept: one tensor up to 2 GiB.
 MAX_TENSOR_BYTE_LENGTH = 2**31 - 1
 

@@ -303,10 +303,9 @@ def chain_graph(length: int) -> Any:
 
 def tflite_graphs() -> dict[str, tuple[Any, str]]:
     """The gallery's TFLite models (MediaPipe) built with py_core's loader: name -> (Graph, .tflite path)."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from models import MODELS, model_path  # scripts/models.py
-
+    sys.path.insert(0, str(ROOT))  # this checkout's packages, not another install's
     from py_core.loaders import GraphBuilderAdapter, build_tflite, read_tflite
+    from web.mediapipe_models import MODELS, model_path
 
     found = {}
     for name in MODELS:

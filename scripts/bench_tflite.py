@@ -1,10 +1,10 @@
 """Benchmark the TFLite loader + py_core executor against native LiteRT (1 thread), in the same process.
 
-For each model of scripts/models.py: load time (parse the .tflite, emit the graph through GraphBuilder,
+For each model of web/mediapipe_models.py: load time (parse the .tflite, emit the graph through GraphBuilder,
 prepare it; LiteRT: create the interpreter and allocate tensors), then the median run time over
 interleaved runs (ours, LiteRT, ours, ...) after one warm-up each, their ratio, and the largest absolute
 output difference.
-Inputs are the astronaut photo preprocessed as the model expects (see scripts/models.py).  Both sides run
+Inputs are the astronaut photo preprocessed as the model expects (see web/mediapipe_models.py).  Both sides run
 on one thread: NumPy's BLAS is pinned to 1 thread (as in Pyodide, which has none) unless the environment
 already sets OPENBLAS_NUM_THREADS / OMP_NUM_THREADS.
 
@@ -26,9 +26,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import models  # noqa: E402  (scripts/models.py, next to this file)
-
 from py_core.loaders import load_graph, read_tflite  # noqa: E402
+from web import mediapipe_models as models  # noqa: E402  (this checkout's, not another install's)
 
 
 def astronaut_input(info: models.ModelInfo) -> np.ndarray:

@@ -13,11 +13,28 @@ import {Runtime} from './runtime.js';
 
 const VERSION = '0.1.0';
 
+/** Why WebNN cannot be offered here, or null: the API is [SecureContext] (https, or http on localhost /
+ *  127.0.0.1), so an insecure page gets no navigator.ml and no interface names.
+ *  https://www.w3.org/TR/webnn/#api-navigatorml */
+function unavailableReason() {
+  if (globalThis.isSecureContext !== false) return null;
+  const where = globalThis.location ? ` (${globalThis.location.origin})` : '';
+  return `WebNN is only available in secure contexts (https, or http on localhost/127.0.0.1); this page${where} `
+    + 'is not one, so the polyfill did not install navigator.ml';
+}
+
+/** An ML whose every method rejects with `reason` (a SecurityError), for webnnPolyfill.ml where WebNN is refused. */
+function refusingRuntime(reason) {
+  const refuse = () => Promise.reject(new DOMException(reason, 'SecurityError'));
+  return {boot: refuse, timings: {}};
+}
+
 function install() {
   if (globalThis.webnnPolyfill) return globalThis.webnnPolyfill;
   const config = readConfig();
   const events = new EventTarget();
-  const runtime = new Runtime(config, events);
+  const refused = unavailableReason();
+  const runtime = refused ? refusingRuntime(refused) : new Runtime(config, events);
   const ml = makeML(runtime);
   const classes = {ML, MLContext, MLGraph, MLGraphBuilder, MLOperand, MLTensor};
   const nav = globalThis.navigator;
@@ -31,6 +48,7 @@ function install() {
     operators: Object.freeze([...OPERATOR_NAMES]),
     native: hadNative ? nav.ml : null,
     installed: false,
+    unavailableReason: refused,
     config,
     /** Start loading Pyodide, NumPy and the core now, instead of at the first createContext(). */
     boot: () => runtime.boot().then(() => undefined),
@@ -41,7 +59,7 @@ function install() {
     removeEventListener: events.removeEventListener.bind(events),
   };
 
-  if (nav && (!hadNative || replace)) {
+  if (nav && !refused && (!hadNative || replace)) {
     Object.defineProperty(Object.getPrototypeOf(nav), 'ml', {
       get: () => ml, configurable: true, enumerable: true,
     });

@@ -66,6 +66,25 @@ async function init(msg) {
   return {ok: true, snapshot: started.snapshot, numpy, stages};
 }
 
+// The worker's memory for stats: the WebAssembly memory's size (it only grows), the bytes malloc has handed out
+// and not freed (dlmalloc's mallinfo: uordblks), and how many objects CPython's collector tracks (this Pyodide
+// has no pymalloc, so sys.getallocatedblocks() is 0).
+function memory() {
+  const m = pyodide._module;
+  const out = {wasmBytes: m.HEAPU8.buffer.byteLength, pyObjects: pyodide.runPython('import gc; len(gc.get_objects())')};
+  if (typeof m._mallinfo === 'function' && typeof m._calloc === 'function') {
+    const p = m._calloc(1, 64);  // struct mallinfo: 10 size_t (4 bytes in wasm32)
+    try {
+      m._mallinfo(p);
+      const v = new Uint32Array(m.HEAPU8.buffer, p, 10);
+      Object.assign(out, {mallocArena: v[0], mallocInUse: v[7], mallocFree: v[8]});
+    } finally {
+      m._free(p);
+    }
+  }
+  return out;
+}
+
 // Copy the bytes of a Python memoryview out of the WebAssembly heap, once, into a new ArrayBuffer.
 function takeBytes(proxy) {
   const buf = proxy.getBuffer('u8');
@@ -135,7 +154,7 @@ const handlers = {
   destroyTensor: (m) => unwrap(glue.destroy_tensor(m.tid)),
   destroyGraph: (m) => unwrap(glue.destroy_graph(m.gid)),
   destroyContext: (m) => unwrap(glue.destroy_context(m.ctx)),
-  stats: () => ({...JSON.parse(unwrap(glue.stats())), blas}),
+  stats: () => ({...JSON.parse(unwrap(glue.stats())), blas, ...memory()}),
 };
 
 async function handle(msg) {
@@ -162,7 +181,13 @@ async function handle(msg) {
     }
     // Anything else is a failure of the runtime itself (e.g. a WebAssembly trap): report it and stop, so
     // the page marks this worker's contexts lost and starts a fresh worker for new ones.
-    const message = `${msg.type} failed: ${e && e.message ? e.message : String(e)}`;
+    // A Python exception that escaped the glue is an engine bug: its traceback goes to this worker's console,
+    // the page gets a message without Python text (py_core.errors.internal_error does the same in Python).
+    const python = e && typeof e === 'object' && e.constructor && e.constructor.name === 'PythonError';
+    if (python) console.error(`pyodide-webnn: ${msg.type}: ${e.message}`);
+    const detail = python ? "internal error in the WebNN engine (details in the worker's console)"
+      : (e && e.message ? e.message : String(e));
+    const message = `${msg.type} failed: ${detail}`;
     self.postMessage({id: msg.id, error: {name: msg.type === 'init' ? 'NotSupportedError' : 'OperationError', message}});
     if (msg.type !== 'init') {
       self.postMessage({type: 'fatal', message});

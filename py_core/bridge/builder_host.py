@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from py_core.bridge import console
 from py_core.bridge.jsonnum import decode_numbers, dumps
 from py_core.bridge.limits import op_support_limits
 from py_core.builder import BuilderOperand, GraphBuilder
-from py_core.errors import InvalidStateError, UnknownError, WebNNError
+from py_core.errors import InvalidStateError, UnknownError, WebNNError, internal_error
 from py_core.spec import OPS
+
+console.install()
 
 
 class BuilderHost:
@@ -88,8 +91,8 @@ class BuilderHost:
             return dumps({"ok": result})
         except WebNNError as e:
             return dumps({"error": e.to_json()})
-        except Exception as e:  # a bug here must surface as a clear error, not a broken page
-            return dumps({"error": {"name": "UnknownError", "message": f"{type(e).__name__}: {e}"}})
+        except Exception as e:  # a bug here must surface as a clear error (the traceback goes to the console)
+            return dumps({"error": internal_error(method, e, UnknownError).to_json()})
 
 
 HOST = BuilderHost()

@@ -13,7 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from py_core.bridge import console
 from py_core.bridge.worker_host import HOST, safe_call
+
+console.install()
 
 
 def _filler(data: Any) -> Any:

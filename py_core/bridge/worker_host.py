@@ -19,7 +19,7 @@ import numpy as np
 from py_core.bridge.jsonnum import loads
 from py_core.builder import graph_from_json, parse_descriptor
 from py_core.compiler.stats import BLAS_MIN_FLOPS, product_flops
-from py_core.errors import InvalidStateError, OperationError, WebNNError, WebNNTypeError
+from py_core.errors import InvalidStateError, OperationError, WebNNError, WebNNTypeError, internal_error
 from py_core.kernels import native
 from py_core.kernels.matrix import blas_enabled
 from py_core.runtime.executor import Executable, check_inputs, prepare
@@ -172,10 +172,8 @@ def safe_call(fn: Callable[..., Any], *args: Any) -> list[Any]:
         return [None, fn(*args)]
     except WebNNError as e:
         return [json.dumps(e.to_json()), None]
-    except MemoryError:
-        return [json.dumps({"name": "OperationError", "message": "out of memory in the WebNN worker"}), None]
-    except Exception as e:
-        return [json.dumps({"name": "UnknownError", "message": f"{type(e).__name__}: {e}"}), None]
+    except Exception as e:  # logged with its traceback; the page gets a WebNN error without Python text
+        return [json.dumps(internal_error(getattr(fn, "__name__", "worker").lstrip("_"), e).to_json()), None]
 
 
 HOST = WorkerHost()

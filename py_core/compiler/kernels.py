@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 
 from py_core.kernels import native
+from py_core.kernels.convolution import conv2d_nhwc
 from py_core.kernels.matrix import matmul2d
+from py_core.kernels.window import MAX_IM2COL_BYTES
 
 F32 = np.dtype(np.float32)
 PostOp = Callable[[np.ndarray], None]
@@ -185,9 +187,19 @@ class PackedConv2d:
         self.kh, self.kw, self.o = kh, kw, o
         self.padding, self.strides, self.dilations = tuple(padding), tuple(strides), tuple(dilations)
         self.layout, self.out_shape, self.posts = layout, tuple(out_shape), list(posts)
+        self.groups = groups
         w = filter_hwio.astype(F32)
+        # the NumPy paths below copy the input into a padded buffer: fine for the padding real models use, but
+        # padding far beyond the input and the window (issue #13) takes the reference kernel, which reads only
+        # the taps landing inside the input; an im2col matrix past MAX_IM2COL_BYTES takes it on C too (it
+        # builds the matrix tile by tile)
+        oh, ow = out_shape[1:3] if layout == "nhwc" else out_shape[2:4]
+        cols_bytes = (out_shape[0] if layout == "nhwc" else 1) * oh * ow * kh * kw * cg * F32.itemsize
+        numpy_only = not self._padding_is_small(in_shape[1:3] if layout == "nhwc" else in_shape[2:4])
+        simple = kh == kw == 1 and self.strides == (1, 1) and not any(self.padding)  # no im2col at all
+        whole_too_big = groups == 1 and not simple and cols_bytes > MAX_IM2COL_BYTES
+        self.reference = "always" if whole_too_big else "numpy" if numpy_only else ""
         if groups == 1:
-            simple = kh == kw == 1 and self.strides == (1, 1) and not any(self.padding)
             self.mode = "gemm1x1" if simple else "im2col"
             if layout == "nhwc":  # [M, KH*KW*C] x [KH*KW*C, O]
                 self.w = np.ascontiguousarray(w.reshape(kh * kw * cg, o))
@@ -218,6 +230,34 @@ class PackedConv2d:
         out_hw = out_shape[1:3] if layout == "nhwc" else out_shape[2:4]
         self.native_fits = native.conv_fits(in_hw, (kh, kw), self.strides, self.dilations,
                                             (self.padding[0], self.padding[2]), out_hw)
+
+    def _padding_is_small(self, in_hw: Sequence[int]) -> bool:
+        """Whether a padded copy of one input plane costs no more than the input plus the im2col columns."""
+        (h, w), (top, bottom, left, right) = in_hw, self.padding
+        oh, ow = self.out_shape[1:3] if self.layout == "nhwc" else self.out_shape[2:4]
+        padded = (h + top + bottom) * (w + left + right)
+        return padded <= 2 * (h * w + oh * ow * self.kh * self.kw) + 4096
+
+    def _reference(self, x: np.ndarray) -> np.ndarray:
+        """The bounded reference convolution (py_core.kernels.convolution), bias and post-ops on its result."""
+        nhwc = self.layout == "nhwc"
+        out_hw = self.out_shape[1:3] if nhwc else self.out_shape[2:4]
+        # the packed weights seen as [KH, KW, C/groups, O] again (a view: weights stay held once)
+        if self.mode == "depthwise":
+            hwio = self.w.reshape(self.kh, self.kw, 1, self.o)
+        elif nhwc:
+            hwio = self.w.reshape(self.kh, self.kw, -1, self.o)
+        else:
+            hwio = self.w.reshape(self.o, -1, self.kh, self.kw).transpose(2, 3, 1, 0)
+        y = conv2d_nhwc(x if nhwc else x.transpose(0, 2, 3, 1), hwio, padding=self.padding,
+                        strides=self.strides, dilations=self.dilations, groups=self.groups, out_hw=out_hw, wide=F32)
+        if not nhwc:
+            y = np.ascontiguousarray(y.transpose(0, 3, 1, 2))
+        if self.bias is not None:
+            np.add(y, self.bias, out=y)
+        for p in self.posts:
+            p(y)
+        return y
 
     def _taps(self, xp: np.ndarray, oh: int, ow: int, layout: str = "") -> list[tuple[int, int, np.ndarray]]:
         (sh, sw), (dh, dw) = self.strides, self.dilations
@@ -308,9 +348,11 @@ class PackedConv2d:
         return y
 
     def __call__(self, input: np.ndarray) -> np.ndarray:
-        if self.native_fits and native.available():
+        if self.native_fits and native.available() and self.reference != "always":
             return self._native(np.ascontiguousarray(input, dtype=F32))
         x = input if input.dtype == F32 else input.astype(F32)
+        if self.reference:
+            return self._reference(x)
         nhwc = self.layout == "nhwc"
         if nhwc:
             n, oh, ow, o = self.out_shape

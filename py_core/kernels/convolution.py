@@ -1,14 +1,17 @@
-"""conv2d and convTranspose2d kernels (NumPy): shifted slices (im2col) and one matrix product.
+"""conv2d and convTranspose2d kernels (NumPy): shifted slices (im2col) and one matrix product; only the taps
+that land inside the input (conv2d) or the output (convTranspose2d) are touched (py_core.kernels.window).
 https://www.w3.org/TR/webnn/#api-mlgraphbuilder-conv2d"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from py_core.errors import OperationError
 from py_core.kernels.common import wide_type
 from py_core.kernels.matrix import matmul2d
+from py_core.kernels.window import out_size, spans, tiles
 
 # Filter transposes to one internal layout per operator.
 _CONV2D_TO_HWIO = {"oihw": (2, 3, 1, 0), "hwio": (0, 1, 2, 3), "ohwi": (1, 2, 3, 0), "ihwo": (1, 2, 0, 3)}
@@ -25,24 +28,64 @@ def from_nhwc(y: np.ndarray, layout: str, dtype: np.dtype) -> np.ndarray:
     return np.ascontiguousarray(y.transpose(0, 3, 1, 2) if layout == "nchw" else y, dtype=dtype)
 
 
-def pad_nhwc(x: np.ndarray, padding: Sequence[int], dtype: np.dtype, fill: float | int = 0) -> np.ndarray:
-    """x (channels-last) cast to dtype with [top, bottom, left, right] rows/columns of `fill` around it."""
-    top, bottom, left, right = padding
-    if not (top or bottom or left or right):
-        return x.astype(dtype, copy=False)
-    n, h, w, c = x.shape
-    out = np.full((n, h + top + bottom, w + left + right, c), fill, dtype=dtype)
-    out[:, top:top + h, left:left + w, :] = x
-    return out
-
-
-def window_taps(xp: np.ndarray, window: Sequence[int], out_size: Sequence[int], strides: Sequence[int],
-                dilations: Sequence[int]) -> Iterator[tuple[int, int, np.ndarray]]:
-    """For each window tap (i, j): the strided view of padded channels-last xp it reads, [N, OH, OW, C]."""
-    (kh, kw), (oh, ow), (sh, sw), (dh, dw) = window, out_size, strides, dilations
-    for i in range(kh):
-        for j in range(kw):
-            yield i, j, xp[:, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw, :]
+def conv2d_nhwc(x: np.ndarray, w: np.ndarray, *, padding: Sequence[int], strides: Sequence[int],
+                dilations: Sequence[int], groups: int, out_hw: Sequence[int], wide: np.dtype) -> np.ndarray:
+    """conv2d of a channels-last input with an [KH, KW, C/groups, O] filter: the [N, OH, OW, O] sums in `wide`.
+    Only taps landing inside the input are read (no padded copy); im2col columns are built tile by tile."""
+    kh, kw, cg, o = w.shape
+    x = np.ascontiguousarray(x, dtype=wide)  # one copy (as the padded copy was): every tap then reads rows of C
+    n, h, wd, c = x.shape
+    (oh, ow), (sh, sw), (dh, dw) = out_hw, strides, dilations
+    top, _, left, _ = padding
+    og, k = o // groups, kh * kw
+    if groups > 1 and cg == 1:
+        # depthwise (one input channel per group): per-tap multiply-adds into an output-sized accumulator
+        wdw = w.reshape(kh, kw, groups, og)
+        acc = np.empty((n, oh, ow, groups, og), dtype=wide)
+        tmp = np.empty_like(acc)
+        pairs = [(r, s) for r in spans(h, kh, -top, sh, dh, 0, oh) for s in spans(wd, kw, -left, sw, dw, 0, ow)]
+        full = [r.a == slice(0, oh) and s.a == slice(0, ow) for r, s in pairs]
+        # a tap every output reads goes first (the centre one under "same" padding) and initialises acc;
+        # without one, acc starts at zero (taps in the padding add nothing)
+        first = full.index(True) if True in full else None
+        if first is None:
+            acc.fill(0)
+        else:
+            r, s = pairs.pop(first)
+            np.multiply(x[:, r.b, s.b, :, None], wdw[r.tap, s.tap], out=acc)
+        for r, s in pairs:
+            t = tmp[:, r.a, s.a]
+            np.multiply(x[:, r.b, s.b, :, None], wdw[r.tap, s.tap], out=t)
+            acc[:, r.a, s.a] += t
+        return acc.reshape(n, oh, ow, o)
+    y = np.empty((n, oh, ow, o), dtype=wide)
+    w2 = w.reshape(k * cg, o) if groups == 1 else None
+    buffer = None  # one im2col buffer for every tile: the next tile never allocates beside the last
+    for r0, r1, c0, c1 in tiles(oh, ow, n * k * c * wide.itemsize):
+        rows, cols_ = spans(h, kh, -top, sh, dh, r0, r1), spans(wd, kw, -left, sw, dw, c0, c1)
+        th, tw = r1 - r0, c1 - c0
+        if buffer is None:
+            buffer = np.empty(n * th * tw * k * c, dtype=wide)
+        # im2col: every tap's [N, OH, OW, C] slab side by side; taps that fall in padding read zero
+        cols5 = buffer[:n * th * tw * k * c].reshape(n, th, tw, k, c)
+        covered = (len(rows) == kh and len(cols_) == kw and all(sp.a == slice(0, th) for sp in rows)
+                   and all(sp.a == slice(0, tw) for sp in cols_))
+        if not covered:
+            cols5.fill(0)
+        for r in rows:
+            for s in cols_:
+                cols5[:, r.a, s.a, r.tap * kw + s.tap, :] = x[:, r.b, s.b, :]
+        m = n * th * tw
+        if w2 is not None:
+            y[:, r0:r1, c0:c1] = matmul2d(cols5.reshape(m, k * c), w2).reshape(n, th, tw, o)
+            continue
+        # grouped: one product per group
+        colsg = cols5.reshape(m, k, groups, cg)
+        for g in range(groups):
+            wg = w[:, :, :, g * og:(g + 1) * og].reshape(k * cg, og)
+            yg = matmul2d(colsg[:, :, g, :].reshape(m, k * cg), wg)
+            y[:, r0:r1, c0:c1, g * og:(g + 1) * og] = yg.reshape(n, th, tw, og)
+    return y
 
 
 def conv2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None = None, *,
@@ -51,90 +94,68 @@ def conv2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None = None
     """conv2d: grouped, dilated, strided 2-D convolution.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-conv2d"""
     # float16 is multiplied and accumulated in float32, then rounded once
     wide = wide_type(input.dtype)
-    xp = pad_nhwc(to_nhwc(input, inputLayout), padding, wide)
+    x = to_nhwc(input, inputLayout)
     w = filter.transpose(_CONV2D_TO_HWIO[filterLayout]).astype(wide)  # [KH, KW, C/groups, O]
-    kh, kw, cg, o = w.shape
-    n, hp, wp, c = xp.shape
-    (sh, sw), (dh, dw) = strides, dilations
-    oh, ow = (hp - (kh - 1) * dh - 1) // sh + 1, (wp - (kw - 1) * dw - 1) // sw + 1
-    m, og = n * oh * ow, o // groups
-    taps = window_taps(xp, (kh, kw), (oh, ow), strides, dilations)
-    if groups == 1:
-        # im2col: every tap's [M, C] slab side by side, then one [M, KH*KW*C] x [KH*KW*C, O] product
-        if kh * kw == 1:
-            cols = next(taps)[2].reshape(m, c)
-        else:
-            cols5 = np.empty((n, oh, ow, kh * kw, c), dtype=wide)
-            for i, j, tap in taps:
-                cols5[:, :, :, i * kw + j, :] = tap
-            cols = cols5.reshape(m, kh * kw * c)
-        out = matmul2d(cols, w.reshape(kh * kw * c, o))
-    elif cg == 1:
-        # depthwise (one input channel per group): per-tap multiply-adds, no product needed
-        wd = w.reshape(kh, kw, groups, og)
-        acc = tmp = None
-        for i, j, tap in taps:
-            if acc is None:
-                acc = tap[..., None] * wd[i, j]
-                tmp = np.empty_like(acc)
-            else:  # in place: no temporary per tap
-                np.multiply(tap[..., None], wd[i, j], out=tmp)
-                acc += tmp
-        assert acc is not None
-        out = acc.reshape(m, o)
-    else:
-        # grouped: im2col once, one product per group
-        colsg = np.empty((m, kh * kw, groups, cg), dtype=wide)
-        for i, j, tap in taps:
-            colsg[:, i * kw + j] = tap.reshape(m, groups, cg)
-        out = np.empty((m, o), dtype=wide)
-        for g in range(groups):
-            wg = w[:, :, :, g * og:(g + 1) * og].reshape(kh * kw * cg, og)
-            out[:, g * og:(g + 1) * og] = matmul2d(colsg[:, :, g, :].reshape(m, kh * kw * cg), wg)
+    kh, kw, _, o = w.shape
+    n, h, wd, _ = x.shape
+    top, bottom, left, right = padding
+    out_hw = (out_size(h, kh, top, bottom, strides[0], dilations[0]),
+              out_size(wd, kw, left, right, strides[1], dilations[1]))
+    out = conv2d_nhwc(x, w, padding=padding, strides=strides, dilations=dilations, groups=groups, out_hw=out_hw,
+                      wide=wide)
     if bias is not None:
-        out = out + bias.astype(wide, copy=False)
-    return from_nhwc(out.reshape(n, oh, ow, o), inputLayout, input.dtype)
+        out += bias.astype(wide, copy=False)
+    return from_nhwc(out, inputLayout, input.dtype)
 
 
 def conv_transpose2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None = None, *,
                      padding: Sequence[int], strides: Sequence[int], dilations: Sequence[int],
                      outputPadding: Sequence[int], outputSizes: Sequence[int], groups: int,
                      inputLayout: str, filterLayout: str) -> np.ndarray:
-    """convTranspose2d: the gradient of conv2d with respect to its input, scattered tap by tap.
+    """convTranspose2d: the gradient of conv2d with respect to its input, scattered tap by tap into the cropped
+    output only (input pixel p, tap i lands on p * stride + i * dilation - padding).
     https://www.w3.org/TR/webnn/#api-mlgraphbuilder-convtranspose2d"""
     wide = wide_type(input.dtype)
-    x = to_nhwc(input, inputLayout).astype(wide, copy=False)
+    x = to_nhwc(input, inputLayout)
     w = filter.transpose(_CONV_TRANSPOSE2D_TO_IHWO[filterLayout]).astype(wide)  # [C, KH, KW, O/groups]
     n, h, wd, c = x.shape
     _, kh, kw, og = w.shape
     if c % groups:
         # validation accepts this (WPT builds it), but no grouping of the input channels is defined for it
-        raise ValueError(f"input channels ({c}) are not divisible by groups ({groups}): no defined result")
-    cg, o, m = c // groups, og * groups, n * h * wd
-    x2 = x.reshape(m, c)
-    # every input pixel times every filter tap: [M, KH, KW, groups, O/groups] from one product per group
-    if groups == 1:
-        cols = matmul2d(x2, w.reshape(c, kh * kw * og))
-    elif cg == 1:
-        cols = x2[:, None, None, :, None] * w.transpose(1, 2, 0, 3)[None]
-    else:
-        cols = np.empty((m, kh, kw, groups, og), dtype=wide)
-        for g in range(groups):
-            wg = w[g * cg:(g + 1) * cg].reshape(cg, kh * kw * og)
-            cols[:, :, :, g, :] = matmul2d(x2[:, g * cg:(g + 1) * cg], wg).reshape(m, kh, kw, og)
-    cols = cols.reshape(n, h, wd, kh, kw, o)
-    (sh, sw), (dh, dw) = strides, dilations
+        raise OperationError(f"input channels ({c}) are not divisible by groups ({groups}): no defined result")
+    cg, o = c // groups, og * groups
+    (sh, sw), (dh, dw), (oh, ow) = strides, dilations, outputSizes
     top, _, left, _ = padding
-    oh, ow = outputSizes
-    full_h, full_w = (h - 1) * sh + (kh - 1) * dh + 1, (wd - 1) * sw + (kw - 1) * dw + 1
-    # the un-cropped result; rows/columns past it (outputPadding, outputSizes) receive no tap: bias only
-    y = np.zeros((n, max(full_h, top + oh), max(full_w, left + ow), o), dtype=wide)
-    for i, j, view in window_taps(y, (kh, kw), (h, wd), strides, dilations):
-        view += cols[:, :, :, i, j]
-    out = y[:, top:top + oh, left:left + ow, :]
+    # rows/columns no tap reaches (padding cropped everything, outputPadding, outputSizes) get bias only
+    y = np.zeros((n, oh, ow, o), dtype=wide)
+    rows_all, cols_all = spans(oh, kh, -top, sh, dh, 0, h), spans(ow, kw, -left, sw, dw, 0, wd)
+    if rows_all and cols_all:
+        # only the input box whose taps land inside the output is multiplied
+        c0 = min(s.a.start for s in cols_all)
+        c1 = max(s.a.stop for s in cols_all)
+        p0 = min(s.a.start for s in rows_all)
+        p1 = max(s.a.stop for s in rows_all)
+        # tiles of input pixels: each pixel's products with every tap are n x filter-sized at most
+        for r0, r1, t0, t1 in tiles(p1 - p0, c1 - c0, n * kh * kw * o * wide.itemsize):
+            xt = x[:, p0 + r0:p0 + r1, c0 + t0:c0 + t1, :].astype(wide).reshape(-1, c)
+            m = xt.shape[0]
+            # every input pixel of the tile times every filter tap: [M, KH, KW, groups, O/groups]
+            if groups == 1:
+                prod = matmul2d(xt, w.reshape(c, kh * kw * og))
+            elif cg == 1:
+                prod = xt[:, None, None, :, None] * w.transpose(1, 2, 0, 3)[None]
+            else:
+                prod = np.empty((m, kh, kw, groups, og), dtype=wide)
+                for g in range(groups):
+                    wg = w[g * cg:(g + 1) * cg].reshape(cg, kh * kw * og)
+                    prod[:, :, :, g, :] = matmul2d(xt[:, g * cg:(g + 1) * cg], wg).reshape(m, kh, kw, og)
+            prod = prod.reshape(n, r1 - r0, t1 - t0, kh, kw, o)
+            for r in spans(oh, kh, -top, sh, dh, p0 + r0, p0 + r1):
+                for s in spans(ow, kw, -left, sw, dw, c0 + t0, c0 + t1):
+                    y[:, r.b, s.b, :] += prod[:, r.a, s.a, r.tap, s.tap]
     if bias is not None:
-        out = out + bias.astype(wide, copy=False)
-    return from_nhwc(out, inputLayout, input.dtype)
+        y += bias.astype(wide, copy=False)
+    return from_nhwc(y, inputLayout, input.dtype)
 
 
 KERNELS: dict[str, Callable[..., object]] = {

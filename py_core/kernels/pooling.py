@@ -1,4 +1,5 @@
-"""averagePool2d, l2Pool2d, maxPool2d and resample2d kernels (NumPy): one pass per window tap.
+"""averagePool2d, l2Pool2d, maxPool2d and resample2d kernels (NumPy): one pass per window tap
+that lands inside the input, one axis at a time.
 https://www.w3.org/TR/webnn/#api-mlgraphbuilder-pool2d"""
 
 from __future__ import annotations
@@ -10,14 +11,27 @@ import numpy as np
 
 from py_core.kernels import native
 from py_core.kernels.common import wide_type
-from py_core.kernels.convolution import from_nhwc, pad_nhwc, to_nhwc, window_taps
+from py_core.kernels.convolution import from_nhwc, to_nhwc
 from py_core.kernels.matrix import matmul2d
+from py_core.kernels.window import Span, spans
 
 
-def _valid_counts(size: int, out: int, window: int, pad_begin: int, stride: int, dilation: int) -> np.ndarray:
-    """For each output position along one axis: how many of its window taps fall inside the input."""
-    pos = np.arange(out)[:, None] * stride - pad_begin + np.arange(window)[None, :] * dilation
-    return ((pos >= 0) & (pos < size)).sum(axis=1)
+def _reduce_axis(x: np.ndarray, axis: int, taps: list[Span], size: int, kind: str, fill: float | int,
+                 dtype: np.dtype) -> np.ndarray:
+    """One axis of a pooling window: `size` outputs, each the max or sum of the input slices its taps read."""
+    shape = list(x.shape)
+    shape[axis] = size
+    acc = np.full(shape, fill, dtype=dtype)
+    for sp in taps:
+        dst: list[slice] = [slice(None)] * x.ndim
+        src: list[slice] = [slice(None)] * x.ndim
+        dst[axis], src[axis] = sp.a, sp.b
+        view = acc[tuple(dst)]
+        if kind == "max":
+            np.maximum(view, x[tuple(src)], out=view)  # propagates NaN
+        else:
+            view += x[tuple(src)]
+    return acc
 
 
 def _pool(kind: str, input: np.ndarray, windowDimensions: Sequence[int], padding: Sequence[int],
@@ -26,7 +40,7 @@ def _pool(kind: str, input: np.ndarray, windowDimensions: Sequence[int], padding
     x = to_nhwc(input, layout)
     n, h, w, c = x.shape
     (kh, kw), (oh, ow) = windowDimensions, outputSizes
-    top, bottom, left, right = padding
+    top, _, left, _ = padding
     # max is exact in the input's own type; sums (average, L2) accumulate float16 in float32, round once
     dtype = input.dtype if kind == "max" else wide_type(input.dtype)
     if (kh, kw, oh, ow) == (h, w, 1, 1) and not any(padding):
@@ -41,35 +55,44 @@ def _pool(kind: str, input: np.ndarray, windowDimensions: Sequence[int], padding
             xw = x.astype(dtype, copy=False)
             acc = np.sqrt((xw * xw).sum(axis=(1, 2), keepdims=True))
         return from_nhwc(acc, layout, input.dtype)
-    # ceil rounding (or outputSizes) may slide the last windows past the end padding: pad as far as they read
-    bottom = max(bottom, (oh - 1) * strides[0] + (kh - 1) * dilations[0] + 1 - h - top)
-    right = max(right, (ow - 1) * strides[1] + (kw - 1) * dilations[1] + 1 - w - left)
+    # only taps landing inside the input are read: padding (and windows sliding past it under ceil rounding
+    # or outputSizes) is never materialised, whatever its size
+    rows = spans(h, kh, -top, strides[0], dilations[0], 0, oh)
+    cols = spans(w, kw, -left, strides[1], dilations[1], 0, ow)
     if kind == "max":
         # padding never wins a max: -inf (or the type's minimum), also the result of an all-padding window
-        fill = -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+        fill: float | int = -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
     else:
         fill = 0
-    xp = pad_nhwc(x, (top, bottom, left, right), dtype, fill)
-    acc = None
-    for _, _, tap in window_taps(xp, (kh, kw), (oh, ow), strides, dilations):
-        if kind == "l2":
-            tap = tap * tap
-        if acc is None:
-            acc = tap.copy()
-        elif kind == "max":
-            np.maximum(acc, tap, out=acc)  # propagates NaN
-        else:
-            acc += tap
-    assert acc is not None
+    # in the input's own layout: pools are per channel, so no transposing copy on the way in or out
+    xl = input
+    if kind == "l2":
+        xw = input.astype(dtype)
+        xl = xw * xw
+    h_axis, w_axis = (2, 3) if layout == "nchw" else (1, 2)
+    # the window is a product of its two axes: reduce one axis, then the other, the smaller intermediate first
+    if oh * w <= h * ow:
+        acc = _reduce_axis(_reduce_axis(xl, h_axis, rows, oh, kind, fill, dtype), w_axis, cols, ow, kind, fill,
+                           dtype)
+    else:
+        acc = _reduce_axis(_reduce_axis(xl, w_axis, cols, ow, kind, fill, dtype), h_axis, rows, oh, kind, fill,
+                           dtype)
     if kind == "average":
         # the average excludes padding (and anything past the input) from the count, as WPT expects;
         # an all-padding window averages to 0 rather than 0/0
-        count = np.outer(_valid_counts(h, oh, kh, top, strides[0], dilations[0]),
-                         _valid_counts(w, ow, kw, left, strides[1], dilations[1]))
-        acc /= np.maximum(count, 1).astype(dtype)[None, :, :, None]
+        count = np.maximum(np.outer(_tap_counts(rows, oh), _tap_counts(cols, ow)), 1).astype(dtype)
+        acc /= count if layout == "nchw" else count[:, :, None]
     elif kind == "l2":
         np.sqrt(acc, out=acc)
-    return from_nhwc(acc, layout, input.dtype)
+    return acc.astype(input.dtype, copy=False)
+
+
+def _tap_counts(taps: list[Span], size: int) -> np.ndarray:
+    """For each output position along one axis: how many of its window taps fall inside the input."""
+    count = np.zeros(size, dtype=np.int64)
+    for sp in taps:
+        count[sp.a] += 1
+    return count
 
 
 def _global_mean_native(x: np.ndarray, layout: str) -> np.ndarray:
@@ -139,7 +162,14 @@ def resample2d(input: np.ndarray, *, mode: str, sizes: Sequence[int], axes: Sequ
         y = native.resample_linear(np.ascontiguousarray(x), h_axis, linear_tables(x.shape[h_axis], sizes[0]),
                                    linear_tables(x.shape[w_axis], sizes[1]))
         return y.astype(input.dtype, copy=False)
-    for axis, out_size in zip(axes, sizes, strict=True):
+    order = list(zip(axes, sizes, strict=True))
+    first_out = x.size // x.shape[h_axis] * sizes[0]  # the intermediate after resampling the first axis
+    if first_out > max(x.size, x.size // x.shape[h_axis] // x.shape[w_axis] * sizes[0] * sizes[1]):
+        # the other order's intermediate is at most sqrt(input x output) elements: memory stays bounded by the
+        # larger of the two (linear rounds in another order here, within tolerance; real resizes keep the
+        # spec's order)
+        order.reverse()
+    for axis, out_size in order:
         in_size = x.shape[axis]
         if in_size == out_size:
             continue  # scale 1 samples every input coordinate exactly, in both modes

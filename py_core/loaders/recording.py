@@ -175,7 +175,7 @@ def record_tflite(source: str | os.PathLike[str] | bytes | bytearray | memoryvie
     """Read a .tflite model and record its WebNN builder calls as a Program."""
     from py_core.loaders.tflite import build_tflite, read_tflite
 
-    model = read_tflite(source)
+    model = read_tflite(source, name=name or None)  # errors name the model as the page knows it
     label = name or (os.path.basename(os.fspath(source)) if isinstance(source, (str, os.PathLike)) else "")
     program: Program = build_tflite(model, RecordingBuilder(label))
     return program

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from py_core.compiler import CompileOptions, MemoryPlan, Program, compile_graph
-from py_core.errors import OperationError, WebNNTypeError
+from py_core.errors import OperationError, WebNNTypeError, internal_error
 from py_core.graph import Graph
 from py_core.kernels import KERNELS
 from py_core.types import OperandDescriptor
@@ -103,9 +103,9 @@ class Executable:
                         kw[pname] = [vals[i] for i in ref]  # type: ignore[union-attr]
                 try:
                     result = step.call(**kw)
-                except Exception as e:  # a kernel bug must not take the worker down: name the op
+                except Exception as e:  # a kernel bug must not take the worker down: name the op and label
                     where = f"[{step.label}] {step.op}" if step.label else step.op
-                    raise OperationError(f"{where}: kernel failed: {type(e).__name__}: {e}") from e
+                    raise internal_error(where, e) from e
                 results = result if isinstance(result, (list, tuple)) else (result,)
                 for s, (dtype, shape), arr in zip(step.outputs, step.out_types, results, strict=True):
                     if type(arr) is not np.ndarray:

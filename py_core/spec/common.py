@@ -55,21 +55,3 @@ def check_length(call: OpCall, name: str, values: Sequence[object], length: int)
     """A sequence option must have exactly `length` items."""
     if len(values) != length:
         call.fail(f"{name} {list(values)} must have {length} values")
-
-
-def check_positive(call: OpCall, name: str, values: Sequence[int]) -> None:
-    """Every value of a sequence option must be at least 1."""
-    if any(v < 1 for v in values):
-        call.fail(f"{name} {list(values)} must all be greater than 0")
-
-
-def pooled_size(call: OpCall, size: int, window: int, stride: int, dilation: int, pad_begin: int,
-                pad_end: int, ceil: bool, what: str) -> int:
-    """Output size of a convolution or pooling window sliding over one spatial dimension."""
-    effective = (window - 1) * dilation + 1
-    padded = size + pad_begin + pad_end
-    if padded < effective:
-        call.fail(f"{what}: padded input size {padded} is smaller than the effective window {effective}")
-    span = padded - effective
-    out = (span + stride - 1) // stride + 1 if ceil else span // stride + 1
-    return out

@@ -18,6 +18,7 @@ from py_core.types import (
     ALL_TYPES,
     MAX_DIMENSION,
     MAX_TENSOR_BYTE_LENGTH,
+    MAX_UNSIGNED_LONG,
     DataType,
     OperandDescriptor,
 )
@@ -197,7 +198,7 @@ def check_ulong(prefix: str, name: str, v: Any) -> int:
     """[EnforceRange] unsigned long."""
     if isinstance(v, float) and math.isfinite(v) and v == int(v):
         v = int(v)
-    if not _is_int(v) or not 0 <= v <= MAX_DIMENSION:
+    if not _is_int(v) or not 0 <= v <= MAX_UNSIGNED_LONG:
         _fail(prefix, f"{name} must be an unsigned long, got {v!r}")
     return int(v)
 
@@ -263,9 +264,9 @@ def check_output_descriptor(prefix: str, desc: OperandDescriptor) -> OperandDesc
     """Every operand must have valid dimensions and a byte length the implementation can hold."""
     for d in desc.shape:
         if not 0 < d <= MAX_DIMENSION:
-            _fail(prefix, f"output dimension {d} of {desc} is not a valid dimension")
+            _fail(prefix, f"output dimension {d} of {desc} is not a valid dimension (1 .. {MAX_DIMENSION})")
     if desc.element_count > MAX_DIMENSION:
-        _fail(prefix, f"output {desc} has {desc.element_count} elements, more than 2^32-1")
+        _fail(prefix, f"output {desc} has {desc.element_count} elements, more than a valid dimension ({MAX_DIMENSION})")
     if desc.byte_length > MAX_TENSOR_BYTE_LENGTH:
         _fail(prefix, f"output {desc} is {desc.byte_length} bytes, more than maxTensorByteLength "
                       f"({MAX_TENSOR_BYTE_LENGTH})")

@@ -191,12 +191,12 @@ def test_implementation_and_target_specs() -> None:
     assert expand_impls(["polyfill"]) == [("polyfill", "default")]
     assert expand_impls(["native:*"]) == [("native", v) for v in VARIANTS]
     assert expand_impls(["native:*-power,polyfill:gpu"]) == [("native", "low-power"), ("polyfill", "gpu")]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^unknown implementation 'webgpu' in 'webgpu' \(one of "):
         expand_impls(["webgpu"])
     t = remote_target("ws://10.0.0.5:3000/pw?browser=firefox&name=mac-lab")
     assert (t.id, t.browser, t.remote) == ("remote-mac-lab-firefox", "firefox", True)
     assert remote_target("ws://h:1/").id == "remote-h-1-chromium"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^--browser-endpoint 'http://h:1/': expected a ws:// or wss:// URL$"):
         remote_target("http://h:1/")
     opts = remote_launch_options("chromium")
     assert "--enable-features=WebMachineLearningNeuralNetwork" in opts["args"] and "env" not in opts

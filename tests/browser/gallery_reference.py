@@ -15,15 +15,15 @@ images).  web/gallery/lib/vision.js is the same code in JavaScript.
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from web import mediapipe_models
 
 ROOT = Path(__file__).resolve().parents[2]
 # Her face on skimage.data.astronaut() (512x512), x0, y0, x1, y1 in pixels: face_detection_short_range under
@@ -32,19 +32,10 @@ ROOT = Path(__file__).resolve().parents[2]
 ASTRONAUT_FACE = (178.0, 81.0, 272.0, 175.0)
 
 
-def models_module() -> Any:
-    spec = importlib.util.spec_from_file_location("webnn_scripts_models", ROOT / "scripts" / "models.py")
-    assert spec is not None and spec.loader is not None
-    module = sys.modules.setdefault("webnn_scripts_models", importlib.util.module_from_spec(spec))
-    spec.loader.exec_module(module)
-    return module
-
-
 def model_file(name: str) -> Path:
-    m = models_module()
-    if name in m.MODELS:
-        return Path(m.model_path(name))
-    return next((m.mediapipe_dir() / "modules").glob(f"*/{name}.tflite"))
+    if name in mediapipe_models.MODELS:
+        return mediapipe_models.model_path(name)
+    return next((mediapipe_models.mediapipe_dir() / "modules").glob(f"*/{name}.tflite"))
 
 
 @cache

@@ -7,6 +7,7 @@ this folder on sys.path when it imports the test modules."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,7 @@ from py_core.testing import wpt
 F16 = np.dtype(np.float16)
 EPS32 = 2.0**-23
 DTYPES = ["float32", "float16", "int32", "uint32", "int64", "uint64", "int8", "uint8"]
-WPT_DIR = Path(__file__).parents[1] / "data" / "wpt"
-WPT_CONFORMANCE = Path("/work/shared/wpt-cases/conformance")
+WPT_DIR = Path(__file__).resolve().parents[1] / "data" / "wpt"
 
 
 # ------------------------------------------------------------------------------------------------ running
@@ -109,7 +109,7 @@ def assert_close_terms(got: np.ndarray, ref: np.ndarray, mag: np.ndarray, dtype:
 
 def assert_type_error(fn: Callable[[], object], label: str, op: str, *fragments: str) -> str:
     """fn() raises WebNNTypeError whose message starts with "[label] op:" and holds every fragment; returns it."""
-    with pytest.raises(WebNNTypeError) as err:
+    with pytest.raises(WebNNTypeError, match=f"^{re.escape(f'[{label}] {op}:')}") as err:
         fn()
     message = str(err.value)
     assert message.startswith(f"[{label}] {op}:"), message
@@ -120,10 +120,29 @@ def assert_type_error(fn: Callable[[], object], label: str, op: str, *fragments:
 
 # ------------------------------------------------------------------------------------------- WPT vectors
 
+def wpt_dir() -> Path:
+    """The vendored WPT vectors (tests/data/wpt); their absence is an error, never an empty (skipped) case list."""
+    if not WPT_DIR.is_dir():
+        raise FileNotFoundError(f"the vendored WPT vectors are missing: {WPT_DIR} (see tests/data/wpt/README.md)")
+    return WPT_DIR
+
+
+def wpt_file(op: str) -> Path:
+    """The vendored WPT file of one operator (file stem such as `conv_transpose2d`); missing is an error."""
+    path = wpt_dir() / f"{op}.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"no vendored WPT vectors for {op!r}: {path} (see tests/data/wpt/README.md)")
+    return path
+
+
+def wpt_json(op: str) -> list[dict]:
+    """The raw JSON test entries of one operator's vendored WPT file."""
+    return json.loads(wpt_file(op).read_text(encoding="utf-8"))["tests"]
+
+
 def wpt_cases(op: str) -> list:
     """The vendored WPT cases of one operator, for the official runner (py_core.testing.wpt)."""
-    path = WPT_DIR / f"{op}.json"
-    return [pytest.param(c, id=c.name) for c in wpt.load_file(path)] if path.exists() else []
+    return [pytest.param(c, id=c.name) for c in wpt.load_file(wpt_file(op))]
 
 
 def check_wpt_case(case) -> None:
@@ -137,9 +156,7 @@ def decode_wpt(v):
 
 
 def conformance_cases(*files: str) -> list:
-    """The single-operator cases of the WPT conformance JSON files, one pytest.param each; none when the files
-    are absent.  The JSON lost NaN/Infinity (null), so cases holding a null are left out."""
-    if not WPT_CONFORMANCE.is_dir():
-        return []
-    cases = [c for f in files for c in json.loads((WPT_CONFORMANCE / f"{f}.json").read_text())["tests"]]
+    """The single-operator cases of the vendored WPT files, one pytest.param each.  The JSON lost NaN/Infinity
+    (null), so cases holding a null are left out."""
+    cases = [c for f in files for c in wpt_json(f)]
     return [pytest.param(c, id=c["name"]) for c in cases if "null" not in json.dumps(c)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 
 import numpy as np
 import pytest
@@ -22,7 +23,8 @@ def desc(*shape: int, dtype: str = F32) -> dict[str, object]:
 
 @pytest.mark.parametrize("name", ["", None, 3])
 def test_input_name_must_be_a_non_empty_string(name: object) -> None:
-    with pytest.raises(WebNNTypeError):
+    message = rf"^input: the name must be a non-empty string, got {re.escape(repr(name))}$"
+    with pytest.raises(WebNNTypeError, match=message):
         GraphBuilder().input(name, desc(2))  # type: ignore[arg-type]
 
 
@@ -33,37 +35,50 @@ def test_duplicate_input_name() -> None:
         b.input("x", desc(3))
 
 
-@pytest.mark.parametrize("shape", [[0], [2, 0, 3], [2**32], [1, 2**32 + 5], [-1]])
+@pytest.mark.parametrize("shape", [[0], [2, 0, 3], [2**31], [2**32 - 1], [2**32], [1, 2**32 + 5], [-1]])
 def test_invalid_dimensions(shape: list[int]) -> None:
-    with pytest.raises(WebNNTypeError):
+    bad = next(d for d in shape if not 0 < d < 2**31)
+    with pytest.raises(WebNNTypeError, match=rf"^input 'x': output dimension {bad} of float32\[.*\] is not a valid "
+                                             rf"dimension \(1 \.\. 2147483647\)"):
         GraphBuilder().input("x", {"dataType": F32, "shape": shape})
 
 
-def test_largest_dimension_is_accepted_for_small_types() -> None:
-    # 2^32-1 is a valid unsigned long; uint8 keeps the byte length within the limit
-    # (the limit check still applies: 4 GiB is beyond maxTensorByteLength here)
-    with pytest.raises(WebNNTypeError):
-        GraphBuilder().input("x", {"dataType": "uint8", "shape": [2**32 - 1]})
-    op = GraphBuilder().input("x", {"dataType": "uint8", "shape": [2**30]})
-    assert op.shape == [2**30]
+def test_largest_dimension_is_the_largest_long() -> None:
+    # a valid dimension is "greater than zero and in the range of long" (Chromium: int32_t), not unsigned long;
+    # uint8 keeps 2^31-1 elements exactly at maxTensorByteLength
+    op = GraphBuilder().input("x", {"dataType": "uint8", "shape": [2**31 - 1]})
+    assert op.shape == [2**31 - 1]
+    with pytest.raises(WebNNTypeError, match=r"dimension 2147483648 of uint8\[2147483648\] is not a valid"):
+        GraphBuilder().input("x", {"dataType": "uint8", "shape": [2**31]})
+    with pytest.raises(WebNNTypeError, match=r"int32\[1073741824\] is 4294967296 bytes, more than maxTensorByteLength"):
+        GraphBuilder().input("x", {"dataType": "int32", "shape": [2**30]})
 
 
-@pytest.mark.parametrize("shape", [[2**16, 2**16], [2**11, 2**11, 2**11], [65536, 65537]])
+@pytest.mark.parametrize("shape", [[2**16, 2**15], [2**16, 2**16], [2**11, 2**11, 2**11], [65536, 65537]])
 def test_element_count_overflow(shape: list[int]) -> None:
-    with pytest.raises(WebNNTypeError):
+    count = int(np.prod(shape, dtype=object))
+    with pytest.raises(WebNNTypeError, match=rf"^input 'x': output uint8\[.*\] has {count} elements, more than a "
+                                             rf"valid dimension \(2147483647\)"):
         GraphBuilder().input("x", {"dataType": "uint8", "shape": shape})
+
+
+def _offending(bad: object) -> object:
+    """The value an invalid descriptor's message must quote: the bad member, or the whole non-dictionary."""
+    if not isinstance(bad, dict):
+        return bad
+    return bad["dataType"] if bad["dataType"] != F32 else bad["shape"]
 
 
 @pytest.mark.parametrize("bad", [{"dataType": "float64", "shape": [2]}, {"dataType": F32, "shape": "2"},
                                  {"dataType": F32, "shape": [True]}, {"dataType": F32, "shape": [2.5]},
                                  "float32", None])
 def test_invalid_descriptor(bad: object) -> None:
-    with pytest.raises(WebNNTypeError):
+    with pytest.raises(WebNNTypeError, match=rf"^input 'x'.*{re.escape(repr(_offending(bad)))}"):
         GraphBuilder().input("x", bad)
 
 
 def test_constant_byte_length_must_match() -> None:
-    with pytest.raises(WebNNTypeError):
+    with pytest.raises(WebNNTypeError, match=r"^constant: buffer has 20 bytes but float32\[2, 3\] needs 24$"):
         GraphBuilder().constant(desc(2, 3), np.zeros(5, np.float32))
 
 
@@ -82,7 +97,7 @@ def test_operand_from_another_builder() -> None:
 def test_non_operand_argument() -> None:
     b = GraphBuilder()
     x = b.input("x", desc(2))
-    with pytest.raises(WebNNTypeError):
+    with pytest.raises(WebNNTypeError, match=r"^add: 'b' must be an MLOperand, got float$"):
         b.add(x, 1.0)
 
 
@@ -96,9 +111,9 @@ def test_validation_error_names_op_and_label() -> None:
 
 def test_unknown_operator() -> None:
     b = GraphBuilder()
-    with pytest.raises(AttributeError):
+    with pytest.raises(AttributeError, match="noSuchOp"):
         b.noSuchOp  # noqa: B018
-    with pytest.raises(WebNNTypeError):
+    with pytest.raises(WebNNTypeError, match=r"^unknown operator 'noSuchOp'$"):
         b.call("noSuchOp", {})
 
 
@@ -115,11 +130,12 @@ def test_build_twice_is_invalid_state() -> None:
     b, x, c = _small_graph()
     out = b.add(x, c)
     b.build({"out": out})
-    with pytest.raises(InvalidStateError):
+    built = r"^MLGraphBuilder: build\(\) has already been called on this builder$"
+    with pytest.raises(InvalidStateError, match=built):
         b.build({"out": out})
-    with pytest.raises(InvalidStateError):
+    with pytest.raises(InvalidStateError, match=built):
         b.input("z", desc(1))
-    with pytest.raises(InvalidStateError):
+    with pytest.raises(InvalidStateError, match=built):
         b.relu(x)
 
 
@@ -127,7 +143,7 @@ def test_build_twice_is_invalid_state() -> None:
 def test_build_rejects_input_or_constant_as_output(which: str) -> None:
     b, x, c = _small_graph()
     b.add(x, c)
-    with pytest.raises(WebNNTypeError):
+    with pytest.raises(WebNNTypeError, match=r"^build: output 'out' is an input or constant operand"):
         b.build({"out": x if which == "input" else c})
     # the failed build did not consume the builder
     assert b.build({"out": b.relu(x)}).outputs
@@ -136,12 +152,12 @@ def test_build_rejects_input_or_constant_as_output(which: str) -> None:
 def test_build_rejects_bad_outputs() -> None:
     b, x, c = _small_graph()
     out = b.add(x, c)
-    with pytest.raises(WebNNTypeError):
+    with pytest.raises(WebNNTypeError, match=r"^build: at least one output is required$"):
         b.build({})
-    with pytest.raises(WebNNTypeError):
+    with pytest.raises(WebNNTypeError, match=r"^build: output names must be non-empty strings, got ''$"):
         b.build({"": out})
     other = GraphBuilder()
-    with pytest.raises(WebNNTypeError):
+    with pytest.raises(WebNNTypeError, match=r"^build: output 'o' is not an MLOperand of this builder$"):
         b.build({"o": other.relu(other.input("x", desc(1)))})
 
 
@@ -210,10 +226,17 @@ def _output_operand(data: dict, name: str) -> dict:  # type: ignore[type-arg]
     return next(o for o in data["operands"] if o["id"] == oid)
 
 
-@pytest.mark.parametrize("how", [
-    "output shape", "output type", "input shape to an invalid conv", "options", "operator", "operand ref",
+@pytest.mark.parametrize(("how", "message"), [
+    ("output shape", r"^\[conv\] conv2d: serialized output #\d+ \(float32\[1, 3, 4, 5\]\) does not match the inferred "
+                     r"float32\[1, 3, 4, 4\]$"),
+    ("output type", r"^\[conv\] conv2d: serialized output #\d+ \(float16\[1, 3, 4, 4\]\) does not match the inferred "
+                    r"float32\[1, 3, 4, 4\]$"),
+    ("input shape to an invalid conv", r"^\[conv\] conv2d: input channels \(5\) must equal filter input channels"),
+    ("options", r"^\[conv\] conv2d: padding \[1, 1\] must have 4 values"),
+    ("operator", r"^unknown operator 'noSuchOp'$"),
+    ("operand ref", r"^\[conv\] conv2d: "),
 ])
-def test_graph_from_json_rejects_tampering(how: str) -> None:
+def test_graph_from_json_rejects_tampering(how: str, message: str) -> None:
     g, constants = _built()
     data = g.to_json()
 
@@ -232,5 +255,5 @@ def test_graph_from_json_rejects_tampering(how: str) -> None:
             d["operations"][0]["operands"]["filter"] = d["operations"][0]["operands"]["input"]
 
     tampered = _tamper(data, change)
-    with pytest.raises(WebNNTypeError):
+    with pytest.raises(WebNNTypeError, match=message):
         graph_from_json(tampered, constants)

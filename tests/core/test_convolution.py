@@ -4,19 +4,17 @@ https://www.w3.org/TR/webnn/#api-mlgraphbuilder-conv2d"""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch.nn.functional as F
-from helpers import assert_close_terms, assert_type_error, run_op, t64
+from helpers import assert_close_terms, assert_type_error, run_op, t64, wpt_json
 
 from py_core.builder import GraphBuilder, graph_from_json
 from py_core.errors import OperationError
 from py_core.runtime.executor import prepare
 
 F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
-WPT = Path("/work/shared/wpt-cases/conformance")
 
 # logical NCHW / OIHW (conv2d) or IOHW (convTranspose2d) -> each layout
 INPUT_FROM_NCHW = {"nchw": (0, 1, 2, 3), "nhwc": (0, 2, 3, 1)}
@@ -171,8 +169,7 @@ def test_conv2d_special_values():
 @pytest.mark.parametrize("name", ["conv2d", "conv_transpose2d"])
 def test_wpt_vectors(name):
     """Spot-check the WPT conformance vectors (the data-driven runner is in py_core/testing)."""
-    cases = json.loads((WPT / f"{name}.json").read_text())["tests"]
-    for case in cases:
+    for case in wpt_json(name):
         g = case["graph"]
         b = GraphBuilder()
         ops, feeds = {}, {}

@@ -3,15 +3,12 @@ https://www.w3.org/TR/webnn/#api-mlgraphbuilder-gemm"""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
 import torch
-from helpers import assert_close_terms, assert_type_error, run_op, t64
+from helpers import assert_close_terms, assert_type_error, run_op, t64, wpt_json
 from onnx import TensorProto, helper
 
 import py_core.kernels.matrix as matrix_kernels
@@ -19,7 +16,6 @@ from py_core.builder import GraphBuilder
 from py_core.kernels import native
 
 F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
-WPT = Path("/work/shared/wpt-cases/conformance")
 
 
 def random_batch(rng: np.random.Generator, rank: int) -> list[int]:
@@ -140,7 +136,7 @@ def test_gemm_float16_alpha_cast():
 
 def test_wpt_matmul_vectors():
     """Spot-check the WPT conformance vectors (the data-driven runner is in py_core/testing)."""
-    for case in json.loads((WPT / "matmul.json").read_text())["tests"]:
+    for case in wpt_json("matmul"):
         g = case["graph"]
         arrays = {}
         for key, spec in g["inputs"].items():

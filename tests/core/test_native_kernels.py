@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import wpt_dir
 
 from py_core.kernels import native
 from py_core.testing import native_check
@@ -59,7 +60,7 @@ def test_wpt_passes_the_same_with_and_without_the_c_kernels() -> None:
     """The NumPy kernels stay conformant where the C kernels are not built: the same WPT pass list both ways."""
     from py_core.testing import wpt
 
-    data = Path(__file__).resolve().parents[1] / "data" / "wpt"
+    data = wpt_dir()
     with_c = {r.id for r in wpt.run_dir(data) if r.status == wpt.PASS}
     native.use_native(False)
     try:

@@ -3,10 +3,7 @@ and encodes every value kind the loader emits."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,12 +12,7 @@ from py_core.errors import WebNNTypeError
 from py_core.loaders import GraphBuilderAdapter, run_model
 from py_core.loaders.recording import Program, RecordingBuilder, record_tflite, replay
 from py_core.runtime.executor import prepare
-
-_spec = importlib.util.spec_from_file_location("webnn_scripts_models",
-                                               Path(__file__).parents[2] / "scripts" / "models.py")
-assert _spec is not None and _spec.loader is not None
-models = sys.modules.setdefault("webnn_scripts_models", importlib.util.module_from_spec(_spec))
-_spec.loader.exec_module(models)
+from web import mediapipe_models as models
 
 
 def _run(program: Program, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -19,7 +19,7 @@ tflite = pytest.importorskip("tflite")
 litert = pytest.importorskip("ai_edge_litert.interpreter")
 flatbuffers = pytest.importorskip("flatbuffers")
 
-from py_core.errors import NotSupportedError  # noqa: E402
+from py_core.errors import NotSupportedError, TFLiteModelError, TFLiteUnsupportedError  # noqa: E402
 from py_core.loaders import GraphBuilderAdapter, load_graph, read_tflite  # noqa: E402
 from py_core.loaders.tflite_ops import same_padding  # noqa: E402
 from py_core.loaders.tflite_sparse import Level, densify  # noqa: E402
@@ -626,7 +626,7 @@ def test_unsupported_operators_are_listed_in_one_error() -> None:
     e = w.op("MIRROR_PAD", [x, w.const(np.array([[0, 0], [1, 1], [1, 1], [0, 0]], np.int32))],
              ("MirrorPadOptions", {"Mode": 1}), out_shape=[1, 6, 6, 3])
     model = read_tflite(w._serialize([c, d, e]))
-    with pytest.raises(NotSupportedError) as info:
+    with pytest.raises(NotSupportedError, match=r"3 TFLite operator\(s\) cannot be mapped") as info:
         model.emit(GraphBuilderAdapter())
     message = str(info.value)
     assert "3 TFLite operator(s) cannot be mapped" in message
@@ -668,3 +668,57 @@ def test_builder_calls_go_through_the_interface() -> None:
     relu6 = {"label": "t3", "minValue": 0.0, "maxValue": 6.0}
     assert calls[-1] == ("clamp", (f"conv2d{len(calls) - 1}",), relu6)
     assert list(out) == ["t3"]
+
+
+def test_malformed_models_raise_one_error_type_naming_where() -> None:
+    """Every malformed model is a TFLiteModelError (a DataError) naming the model and what is wrong."""
+    w = Writer()
+    x = w.input([1, 4])
+    c = w.const(rand(1, 3))
+    w.tensors[c]["shape"] = [1, 4]  # 3 stored values for a [1, 4] constant
+    bad_data = w.op("ADD", [x, c], ("AddOptions", {}), out_shape=[1, 4])
+    with pytest.raises(TFLiteModelError, match=r"constant tensor 1 't1': shape \[1, 4\] needs 4 float32 values, "
+                                               r"its buffer holds 3 \(12 bytes\)"):
+        load_graph(w._serialize([bad_data]))
+
+    w = Writer()
+    x, y = w.input([1, 4]), w.input([1, 3])
+    out = w.op("ADD", [x, y], ("AddOptions", {}), out_shape=[1, 4])  # shapes that do not broadcast
+    with pytest.raises(TFLiteModelError, match=r"<bytes>: operator #0 ADD -> 't2': .*add") as info:
+        load_graph(w._serialize([out]))
+    assert info.value.to_json()["name"] == "DataError"
+
+    with pytest.raises(TFLiteModelError, match=r"not a TFLite model \(5 bytes"):
+        read_tflite(b"hello")
+
+
+def test_unmappable_operators_are_the_same_error_type() -> None:
+    w = Writer()
+    x = w.input([1, 4, 4, 3])
+    y = w.op("MyCustomOp", [x], custom=b"\x00", out_shape=[1, 4, 4, 3])
+    with pytest.raises(TFLiteUnsupportedError, match=r"^<bytes>: 1 TFLite operator\(s\) cannot be mapped to "
+                       r"WebNN:\n  #0 MyCustomOp -> 't1': no WebNN mapping for this operator$") as info:
+        load_graph(w._serialize([y]))
+    assert isinstance(info.value, TFLiteModelError) and isinstance(info.value, NotSupportedError)
+    assert info.value.to_json()["name"] == "NotSupportedError"
+
+
+def test_densify_refuses_metadata_the_stored_values_cannot_justify() -> None:
+    """Checked before allocating: a huge extent, a dense size that disagrees with the shape, bad segments."""
+    one = np.ones(1, np.float32)
+    csr = Level(1, 0, np.array([0, 1]), np.array([5]))
+    with pytest.raises(ValueError, match=r"1 stored values cannot justify a dense shape \[1, 1073741824\]"):
+        densify(one, (1, 1 << 30), [0, 1], [], [Level(0, 1), csr])
+    with pytest.raises(ValueError, match="level 0 is dense with size 268435457, its dimension has 1"):
+        densify(one, (1, 8), [0, 1], [], [Level(0, (1 << 28) + 1), csr])
+    with pytest.raises(ValueError, match="level 1's 2 segments do not delimit 1 indices for 3 parents"):
+        densify(one, (3, 8), [0, 1], [], [Level(0, 3), csr])
+    with pytest.raises(ValueError, match=r"indices outside 0..3"):
+        densify(one, (1, 4), [0, 1], [], [Level(0, 1), csr])
+
+
+def test_recording_names_the_model_in_errors() -> None:
+    from py_core.loaders.recording import record_tflite
+
+    with pytest.raises(TFLiteModelError, match=r"^selfie\.tflite: not a TFLite model"):
+        record_tflite(b"\x00" * 16, "selfie.tflite")

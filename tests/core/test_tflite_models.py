@@ -1,7 +1,7 @@
 """Five real MediaPipe models through the TFLite loader vs native LiteRT, on a real photo.
 
 Inputs: `skimage.data.astronaut()` (512x512 RGB), preprocessed as each model's MediaPipe graph does
-(scripts/models.py): resized to the model's input (the photo is square, so letterboxing adds no border),
+(web/mediapipe_models.py): resized to the model's input (the photo is square, so letterboxing adds no border),
 scaled to its value range.  face_landmark gets the face rectangle face detection finds (expanded 1.5x, as
 MediaPipe's FaceDetectionFrontDetectionToRoi does); hand_landmark_lite the lower-left crop with her glove.
 
@@ -30,9 +30,6 @@ float32 accumulation order, about 1e-6 of each output's magnitude):
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,12 +41,7 @@ skimage_data = pytest.importorskip("skimage.data")
 skimage_transform = pytest.importorskip("skimage.transform")
 
 from py_core.loaders import run_model  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location("webnn_scripts_models",
-                                               Path(__file__).parents[2] / "scripts" / "models.py")
-assert _spec is not None and _spec.loader is not None
-models = sys.modules.setdefault("webnn_scripts_models", importlib.util.module_from_spec(_spec))
-_spec.loader.exec_module(models)
+from web import mediapipe_models as models  # noqa: E402
 
 TOLERANCE: dict[str, dict[str, float]] = {
     "selfie_segmentation": {"activation_10": 5e-4},

@@ -5,13 +5,12 @@ start passing as soon as the operator lands.  Cases whose data the JSON conversi
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from helpers import wpt_dir
 
 from py_core.testing import wpt
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "wpt"
+DATA = wpt_dir()
 CASES = wpt.load_dir(DATA)
 
 

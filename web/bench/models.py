@@ -4,7 +4,7 @@ slices of the weights, one seeded random input per model input in the model's va
 (the CPython core's outputs are the expectation), the WPT ULP rule plus 1e-3 absolute as tolerance, and
 `model` set so the report charts its latency.
 
-Selections: `tflite:selfie_segmentation+digits...` (names of scripts/models.py's registry, or any
+Selections: `tflite:selfie_segmentation+digits...` (names of web/mediapipe_models.py's registry, or any
 `<name>.tflite` under the installed mediapipe package), or a path to a `.tflite` file.
 """
 
@@ -13,40 +13,24 @@ from __future__ import annotations
 import base64
 import importlib.util
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
-from web.settings import REPO_ROOT
-
-
-def _registry() -> Any:
-    """scripts/models.py (model paths and input value ranges), loaded by path; None when absent."""
-    path = REPO_ROOT / "scripts" / "models.py"
-    if not path.is_file():
-        return None
-    spec = importlib.util.spec_from_file_location("_pyodide_webnn_models", path)
-    if spec is None or spec.loader is None:
-        return None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is created
-    spec.loader.exec_module(module)
-    return module
+from web.mediapipe_models import MODELS, model_path
 
 
 def model_file(name: str) -> tuple[Path, tuple[float, float]]:
     """The .tflite file of a model name (or path) and its input value range."""
     if name.endswith(".tflite") and Path(name).is_file():
         return Path(name), (0.0, 1.0)
-    registry = _registry()
-    if registry is not None and name in registry.MODELS:
-        return registry.model_path(name), tuple(registry.MODELS[name].value_range)
+    if name in MODELS:
+        return model_path(name), MODELS[name].value_range
     spec = importlib.util.find_spec("mediapipe")
     for loc in (spec.submodule_search_locations or []) if spec else []:
         found = sorted(Path(loc).rglob(f"{name}.tflite"))
         if found:
             return found[0], (0.0, 1.0)
-    raise ValueError(f"model '{name}': not a .tflite file, not in scripts/models.py, not under mediapipe/")
+    raise ValueError(f"model '{name}': not a .tflite file, not in web/mediapipe_models.py, not under mediapipe/")
 
 
 def _value(v: Any, names: dict[int, str]) -> Any:
