@@ -4,8 +4,13 @@
 PYTHON3 ?= python3
 VENV    := .venv
 PY      := $(VENV)/bin/python
-EXTRAS  := server,test,models,dev
-STAMP   := $(VENV)/.installed-stamp
+# `make run` installs what serving needs; test tools (torch, onnx, playwright, pytest...) come with `make test`.
+RUN_EXTRAS  := server,models
+DIST_EXTRAS := dist
+EXTRAS      := server,models,test,dev,dist
+STAMP       := $(VENV)/.installed-stamp
+RUN_STAMP   := $(VENV)/.installed-run-stamp
+DIST_STAMP  := $(VENV)/.installed-dist-stamp
 NODE_STAMP := node_modules/.installed-stamp
 ESBUILD := node_modules/.bin/esbuild
 HOST    ?= 127.0.0.1
@@ -21,13 +26,14 @@ GEN_SCRIPT := scripts/gen_op_table.py
 GEN_OPS  := $(if $(wildcard $(GEN_SCRIPT)),polyfill/src/generated/ops.json)
 SPEC_SRC := $(shell find py_core/spec py_core/types.py -name '*.py' 2>/dev/null)
 
-.PHONY: setup venv node assets browsers build run test fuzz bench lint clean help
+.PHONY: setup venv venv-run node assets browsers build dist run test fuzz bench lint clean help
 
 help:
-	@echo "make run    set everything up, build the polyfill, serve http://$(HOST):$(PORT)"
+	@echo "make run    set up what serving needs, build the polyfill, serve http://$(HOST):$(PORT)"
 	@echo "make test   set everything up, build the polyfill, run pytest (PYTEST_ARGS=...)"
 	@echo "make setup  venv + npm toolchain + Pyodide assets + browsers (idempotent)"
 	@echo "make build  compile the C kernels (clang, gcc), bundle polyfill/src with esbuild into polyfill/dist"
+	@echo "make dist   the deployable package in dist/ (static folder + npm package root; cd dist && npm pack)"
 	@echo "make lint   ruff check + mypy"
 	@echo "make fuzz   the deep run of the kernel fuzzer (FUZZ_EXAMPLES=2000 per operator family)"
 	@echo "make bench  polyfill vs onnxruntime-web and LiteRT, startup, memory (BENCH_ARGS=...)"
@@ -35,6 +41,7 @@ help:
 setup: venv node assets browsers
 
 venv: $(STAMP)
+venv-run: $(RUN_STAMP)
 
 $(PY):
 	$(PYTHON3) -m venv $(VENV)
@@ -44,6 +51,19 @@ $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install -e ".[$(EXTRAS)]"
 	touch $@
 
+# A subset of the extras: nothing to do when the full install above is current.
+define install_subset
+	@if [ -f $(STAMP) ] && [ $(STAMP) -nt pyproject.toml ]; then echo "venv: [$(1)] is part of the full install"; \
+	else $(PY) -m pip install -e ".[$(1)]"; fi
+	@touch $@
+endef
+
+$(RUN_STAMP): pyproject.toml | $(PY)
+	$(call install_subset,$(RUN_EXTRAS))
+
+$(DIST_STAMP): pyproject.toml | $(PY)
+	$(call install_subset,$(DIST_EXTRAS))
+
 node: $(NODE_STAMP)
 
 $(NODE_STAMP): package.json package-lock.json
@@ -51,13 +71,14 @@ $(NODE_STAMP): package.json package-lock.json
 	touch $@
 
 # Verifies the cache in well under a second when it is complete; downloads only what is missing or corrupt.
-assets: $(STAMP)
+# (fetch_assets.py needs only the standard library and pip.)
+assets: | $(PY)
 	$(PY) scripts/fetch_assets.py
 
 browsers: $(STAMP)
 	bash scripts/setup_browsers.sh
 
-build: node venv
+build: node venv-run
 	bash scripts/build_native.sh
 	@if [ ! -f polyfill/src/index.js ]; then \
 	  echo "build: polyfill/src/index.js does not exist yet; skipping the polyfill bundle"; \
@@ -76,11 +97,16 @@ $(DIST)/webnn-worker.js: $(POLYFILL_SRC) $(GEN_OPS) $(NODE_STAMP)
 	fi
 
 # gen_op_table.py rewrites the file only when its content changes; touch it so make sees it as current.
-polyfill/src/generated/ops.json: $(GEN_SCRIPT) $(SPEC_SRC) | $(STAMP)
+polyfill/src/generated/ops.json: $(GEN_SCRIPT) $(SPEC_SRC) | $(RUN_STAMP)
 	$(PY) $(GEN_SCRIPT)
 	@touch $@
 
-run: setup build
+# dist/ is git-ignored; the brotli results are cached by content (brotli -q 11 takes minutes the first time).
+dist: $(DIST_STAMP) node assets build
+	$(PY) scripts/make_dist.py
+
+# Serving needs no browser and no test tools.
+run: venv-run node assets build
 	$(PY) -m web --host $(HOST) --port $(PORT)
 
 # Same as setup, except that missing browsers stop the run here with a clear message (--strict).
@@ -99,7 +125,7 @@ fuzz: venv build
 
 # Not part of `make test`: a full run takes several minutes (scripts/bench.py --help for options).
 BENCH_ARGS ?=
-bench: setup build
+bench: setup build dist
 	$(PY) scripts/bench.py $(BENCH_ARGS)
 
 lint: venv
@@ -108,4 +134,4 @@ lint: venv
 	$(PY) -m mypy --strict --follow-imports=silent web scripts/fetch_assets.py
 
 clean:
-	rm -rf $(DIST) .pytest_cache test-results reports build *.egg-info
+	rm -rf $(DIST) dist .pytest_cache test-results reports build *.egg-info

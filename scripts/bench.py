@@ -2,7 +2,7 @@
 Firefox page, the gallery's TFLite models against native LiteRT, startup and memory; ratios, JSON and HTML.
 
     python scripts/bench.py [--browsers chromium,firefox] [--cases mobilenetv2,matmul512,...] [--reps N]
-                            [--baseline] [--memory-runs 1000] [--skip-startup] [--out reports]
+                            [--baseline] [--memory-runs 1000] [--skip-startup] [--skip-transfer] [--out reports]
 
 Every timing is a median and a minimum over repeated runs measured in the same page, interleaved with the
 peer it is compared to; the ratios are what to read (this is a shared 2-core machine).  Cases come from
@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+import bench_transfer  # noqa: E402
 from bench_models import DEFAULT_OUT, generate  # noqa: E402
 
 KERNEL_CASES = ["matmul512", "conv3x3_64", "depthwise3x3_144", "relu", "sigmoid", "add"]
@@ -342,6 +343,8 @@ def summarize(report: dict[str, Any]) -> list[str]:
                      f"{m.get('budgetMB'):.1f} MB; run {m.get('medianMs'):.0f} ms")
     elif node:
         lines.append(f"\n== Pyodide under Node: ERROR {node['error'][-500:]}")
+    if report.get("transfer"):
+        lines += bench_transfer.summary(report["transfer"])
     return lines
 
 
@@ -362,6 +365,7 @@ def main() -> int:
     ap.add_argument("--memory-runs", type=int, default=1000)
     ap.add_argument("--skip-startup", action="store_true")
     ap.add_argument("--skip-node", action="store_true")
+    ap.add_argument("--skip-transfer", action="store_true", help="skip the first visit's transfer from dist/")
     ap.add_argument("--regen", action="store_true", help="regenerate the benchmark graphs")
     ap.add_argument("--out", type=Path, default=ROOT / "reports")
     args = ap.parse_args()
@@ -383,6 +387,10 @@ def main() -> int:
         with sync_playwright() as pw:
             for name in [b for b in args.browsers.split(",") if b]:
                 report["browsers"].append(run_browser(pw, name, base, counter, args, index))
+            if not args.skip_transfer:
+                log("first visit's transfer from make dist's package (scripts/bench_transfer.py)")
+                report["transfer"] = bench_transfer.measure(pw, [b for b in args.browsers.split(",") if b],
+                                                            ROOT / "dist")
     finally:
         server.should_exit = True
     args.out.mkdir(parents=True, exist_ok=True)

@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from web.bench.routes import REPORT_CSP, add_report_routes
 from web.core_wheel import CoreWheelCache, read_project_meta
 from web.settings import Settings
+from web.static_host import precompressed_sibling
 
 WEB_DIR = Path(__file__).resolve().parent
 # Browsers need cross-origin isolation for SharedArrayBuffer; these go on every response.
@@ -42,6 +43,11 @@ MIME_TYPES = {
 NOSNIFF = {"x-content-type-options": "nosniff"}
 NO_CACHE = "no-cache"
 LONG_CACHE = "public, max-age=86400"
+IMMUTABLE = "public, max-age=31536000, immutable"
+# The polyfill and what it loads may be included from any origin (the dev server can play the CDN): these paths
+# are sent with CORP cross-origin and CORS instead of CORP same-origin.
+CROSS_ORIGIN_PREFIXES = ("/polyfill/", "/pyodide/", "/core/", "/dist/")
+CROSS_ORIGIN_HEADERS = {"cross-origin-resource-policy": "cross-origin", "access-control-allow-origin": "*"}
 
 
 class IsolationHeaders:
@@ -55,14 +61,14 @@ class IsolationHeaders:
             await self.app(scope, receive, send)
             return
 
+        added = dict(ISOLATION_HEADERS)
+        if str(scope.get("path", "")).startswith(CROSS_ORIGIN_PREFIXES):
+            added.update(CROSS_ORIGIN_HEADERS)
+
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = [
-                    (k, v)
-                    for k, v in message.get("headers", [])
-                    if k.decode().lower() not in ISOLATION_HEADERS
-                ]
-                headers += [(k.encode(), v.encode()) for k, v in ISOLATION_HEADERS.items()]
+                headers = [(k, v) for k, v in message.get("headers", []) if k.decode().lower() not in added]
+                headers += [(k.encode(), v.encode()) for k, v in added.items()]
                 message["headers"] = headers
             await send(message)
 
@@ -95,11 +101,24 @@ class AddHeaders:
 
 
 class AssetFiles(StaticFiles):
-    """StaticFiles with our MIME table, a Cache-Control value, and 404 (not 500) for a missing dir."""
+    """StaticFiles with our MIME table, a Cache-Control value, and 404 (not 500) for a missing dir.
 
-    def __init__(self, directory: Path, cache_control: str, html: bool = False) -> None:
+    `precompressed`: a file's `.br` / `.gz` sibling (make dist writes them) is sent with `Content-Encoding` when
+    the request's `Accept-Encoding` allows it (`Vary: Accept-Encoding` either way). `immutable_under`: paths
+    below this folder carry a content hash, and are sent `immutable`."""
+
+    def __init__(
+        self,
+        directory: Path,
+        cache_control: str,
+        html: bool = False,
+        precompressed: bool = False,
+        immutable_under: str | None = None,
+    ) -> None:
         super().__init__(directory=directory, html=html, check_dir=False)
         self.cache_control = cache_control
+        self.precompressed = precompressed
+        self.immutable_under = immutable_under
 
     async def check_config(self) -> None:
         """Accept a directory that does not exist yet (unbuilt bundle, unfetched assets): it 404s."""
@@ -108,11 +127,29 @@ class AssetFiles(StaticFiles):
         self, full_path: Any, stat_result: os.stat_result, scope: Scope, status_code: int = 200
     ) -> Response:
         """Serve one file with the MIME type from MIME_TYPES and this mount's Cache-Control."""
+        path = Path(str(full_path))
+        coding = ""
+        if self.precompressed:
+            accept = dict((k.decode().lower(), v.decode()) for k, v in scope.get("headers", [])).get(
+                "accept-encoding", ""
+            )
+            sibling = precompressed_sibling(path, accept)
+            if sibling:
+                full_path, coding = sibling[0], sibling[1]
+                stat_result = os.stat(full_path)
         response = super().file_response(full_path, stat_result, scope, status_code)
-        mime = MIME_TYPES.get(Path(str(full_path)).suffix.lower())
+        mime = MIME_TYPES.get(path.suffix.lower())
         if mime and response.status_code != 304:
             response.headers["content-type"] = mime
-        response.headers["cache-control"] = self.cache_control
+        if self.precompressed:
+            response.headers["vary"] = "Accept-Encoding"
+        if coding:
+            response.headers["content-encoding"] = coding
+        immutable = False
+        if self.immutable_under is not None and self.directory is not None:
+            root = Path(str(self.directory)).resolve()
+            immutable = path.resolve().is_relative_to(root / self.immutable_under)
+        response.headers["cache-control"] = IMMUTABLE if immutable else self.cache_control
         return response
 
 
@@ -194,7 +231,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         wheel = wheels.find(digest)
         if wheel is None or filename != wheel.filename:
             return JSONResponse({"detail": "unknown or stale core wheel; fetch /core/manifest.json"}, 404)
-        headers = {"cache-control": "public, max-age=31536000, immutable"}
+        headers = {"cache-control": IMMUTABLE}
         return Response(wheel.data, media_type=MIME_TYPES[".whl"], headers=headers)
 
     @app.get("/")
@@ -226,6 +263,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.mount("/polyfill", AssetFiles(settings.polyfill_dist, NO_CACHE), name="polyfill")
     app.mount("/pyodide", AssetFiles(settings.pyodide_dir, LONG_CACHE), name="pyodide")
+    # make dist's package, as a CDN would serve it: precompressed siblings, hashed assets immutable
+    dist = AssetFiles(settings.repo_root / "dist", NO_CACHE, precompressed=True, immutable_under="assets/")
+    app.mount("/dist", dist, name="dist")
     app.mount("/test", AssetFiles(WEB_DIR / "pages" / "test", NO_CACHE, html=True), name="test")
     app.mount("/gallery", AssetFiles(WEB_DIR / "gallery", NO_CACHE, html=True), name="gallery")
     app.mount("/bench", AssetFiles(WEB_DIR / "bench" / "static", NO_CACHE, html=True), name="bench")

@@ -1,34 +1,62 @@
-// Where the polyfill's assets live: next to the script that loaded it, unless the page says otherwise.
+// Where the polyfill's assets live: next to the script that loaded it, unless the page says otherwise
+// (`data-base` on the script tag, or `WEBNN_POLYFILL_CONFIG.baseURL`). Every asset URL is absolute, so the
+// script works from any origin (a CDN, a static host) on a page that is not cross-origin isolated.
+
+// `make dist` (scripts/make_dist.py) defines __WEBNN_DIST__ as the content-hashed asset names of the package,
+// relative to the base; the dev build leaves it undefined and uses the dev server's layout.
+/* global __WEBNN_DIST__ */
+const DIST = typeof __WEBNN_DIST__ === 'undefined' ? null : __WEBNN_DIST__;
+
+let moduleURL = null;
+
+/** The ES module entry tells us its own URL (import.meta.url) before index.js installs the polyfill. */
+export function setScriptURL(url) {
+  moduleURL = url;
+}
 
 function scriptURL() {
+  if (moduleURL) return moduleURL;
   if (typeof document !== 'undefined' && document.currentScript && document.currentScript.src) {
     return document.currentScript.src;
   }
   // In workers (importScripts) and module contexts, find our own URL in a stack trace.
   const stack = String(new Error().stack || '');
-  const m = stack.match(/(https?:\/\/[^\s)]+?webnn-polyfill\.js)/);
+  const m = stack.match(/(https?:\/\/[^\s)]+?webnn-polyfill(?:\.[\w-]+)?\.m?js)/);
   if (m) return m[1];
   return typeof location !== 'undefined' ? location.href : 'http://127.0.0.1:8000/polyfill/webnn-polyfill.js';
 }
 
-function installMode() {
-  if (typeof document !== 'undefined' && document.currentScript) {
-    return document.currentScript.getAttribute('data-install') || 'auto';
+function scriptAttribute(name) {
+  if (typeof document !== 'undefined' && document.currentScript && !moduleURL) {
+    return document.currentScript.getAttribute(name);
   }
-  return (typeof self !== 'undefined' && self.WEBNN_POLYFILL_INSTALL) || 'auto';
+  return null;
+}
+
+function installMode() {
+  return scriptAttribute('data-install') || (typeof self !== 'undefined' && self.WEBNN_POLYFILL_INSTALL) || 'auto';
 }
 
 /** Resolved URLs and options; `globalThis.WEBNN_POLYFILL_CONFIG` may override any of them. */
 export function readConfig() {
   const script = scriptURL();
-  const root = new URL('../', script).href;
   const overrides = (typeof globalThis !== 'undefined' && globalThis.WEBNN_POLYFILL_CONFIG) || {};
-  return {
-    scriptURL: script,
-    install: installMode(),
-    pyodideURL: new URL('pyodide/', root).href,
-    coreManifestURL: new URL('core/manifest.json', root).href,
-    workerURL: new URL('webnn-worker.js', script).href,
-    ...overrides,
+  // a folder URL: the one holding the package's files (dist), or the dev server's /polyfill/. A given base
+  // resolves as URLs in a page do (against the document's base URL); the default is the script's own folder.
+  const given = overrides.baseURL || scriptAttribute('data-base');
+  const pageBase = typeof document !== 'undefined' && document.baseURI ? document.baseURI : script;
+  let base = given ? new URL(given, pageBase).href : new URL('./', script).href;
+  if (!base.endsWith('/')) base += '/';
+  const urls = DIST ? {
+    pyodideURL: new URL(DIST.pyodide, base).href,
+    lockFileURL: new URL(DIST.lock, base).href,
+    // the core wheel is known when the package is built: no manifest to fetch
+    coreWheel: {url: new URL(DIST.core.wheel, base).href, sha256: DIST.core.sha256},
+    workerURL: new URL(DIST.worker, base).href,
+  } : {
+    pyodideURL: new URL('../pyodide/', base).href,
+    coreManifestURL: new URL('../core/manifest.json', base).href,
+    workerURL: new URL('webnn-worker.js', base).href,
   };
+  return {scriptURL: script, baseURL: base, install: installMode(), ...urls, ...overrides};
 }

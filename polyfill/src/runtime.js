@@ -52,6 +52,13 @@ export class Runtime {
   }
 
   async #manifest() {
+    if (!this.manifestPromise && this.config.coreWheel) {
+      // a built package names its core wheel (and hash) itself
+      this.coreWheelURL = this.config.coreWheel.url;
+      this.coreWheelSha256 = this.config.coreWheel.sha256;
+      this.manifestPromise = Promise.resolve(this.config.coreWheel);
+      this.#progress('manifest', 'core wheel named by the package');
+    }
     if (!this.manifestPromise) {
       this.manifestPromise = fetch(this.config.coreManifestURL, {cache: 'no-cache'}).then(async (r) => {
         if (!r.ok) throw new Error(`HTTP ${r.status} for ${this.config.coreManifestURL}`);
@@ -65,12 +72,19 @@ export class Runtime {
     return this.manifestPromise;
   }
 
+  // indexURL, and the package's own lock file (it names the core wheel) when there is one
+  #pyodideOptions() {
+    const options = {indexURL: this.config.pyodideURL};
+    if (this.config.lockFileURL) options.lockFileURL = this.config.lockFileURL;
+    return options;
+  }
+
   async #bootPage() {
     await this.#manifest();
     const {loadPyodide, version} = await importPyodide(this.config.pyodideURL);
     // From the snapshot the last visit stored; without one, boot normally and store one for the next visit.
     const {py, snapshot} = await startPyodide(loadPyodide, version,
-      {indexURL: this.config.pyodideURL, stdout: () => {}, stderr: () => {}}, {make: true});
+      {...this.#pyodideOptions(), stdout: () => {}, stderr: () => {}}, {make: true});
     this.timings.snapshot = {...this.timings.snapshot, page: snapshot};
     this.#progress('page-runtime', 'Pyodide started on the page');
     await installWheel(py, this.coreWheelURL, this.coreWheelSha256);
@@ -88,8 +102,8 @@ export class Runtime {
       this.config.workerURL,
       (msg) => this.#progress(msg.stage, msg.message),
       (reason) => this.#workerLost(worker, reason));
-    const ready = await worker.request('init', {pyodideURL: this.config.pyodideURL, coreWheelURL: this.coreWheelURL,
-      coreWheelSha256: this.coreWheelSha256});
+    const ready = await worker.request('init', {pyodideURL: this.config.pyodideURL,
+      lockFileURL: this.config.lockFileURL, coreWheelURL: this.coreWheelURL, coreWheelSha256: this.coreWheelSha256});
     if (ready && ready.snapshot) this.timings.snapshot = {...this.timings.snapshot, worker: ready.snapshot};
     if (ready && ready.numpy) this.timings.numpy = ready.numpy;  // 'unpacked' or 'loadPackage' (fallback)
     if (ready && ready.stages) this.timings.worker = ready.stages;  // ms on the worker's own clock

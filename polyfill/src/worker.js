@@ -15,8 +15,9 @@ function progress(stage, message) {
 
 // Worker URL switches for comparisons: ?compiler=0 runs graphs as built (no py_core.compiler passes),
 // ?native=0 keeps the C kernels (py_core/kernels/native) off, ?blas=0 never loads SciPy's BLAS, ?unpack=0
-// installs NumPy and the core wheel with loadPackage (polyfill/src/wheels.js).
-const switches = new URL(self.location.href).searchParams;
+// installs NumPy and the core wheel with loadPackage (polyfill/src/wheels.js). Read from this script's own URL:
+// the worker may run from a blob URL that imports it (polyfill/src/spawn.js).
+const switches = new URL(import.meta.url).searchParams;
 let blas = switches.get('blas') === '0' ? 'off' : 'idle';
 
 // A graph with enough product work asks for SciPy's OpenBLAS sgemm when the C kernels are off or missing:
@@ -50,7 +51,8 @@ async function init(msg) {
   // The page stores the snapshot (of a bare interpreter); a snapshot carries its environment, so the
   // switches boot without one.
   const started = await startPyodide(loadPyodide, version,
-    {indexURL: msg.pyodideURL, stdout: () => {}, stderr: () => {}, env}, {use: !Object.keys(env).length});
+    {indexURL: msg.pyodideURL, ...(msg.lockFileURL ? {lockFileURL: msg.lockFileURL} : {}),
+      stdout: () => {}, stderr: () => {}, env}, {use: !Object.keys(env).length});
   pyodide = started.py;
   mark('runtime');
   progress('worker-runtime', 'Pyodide started in the worker');
