@@ -2,7 +2,7 @@
 2^31 / 2^32 - 1 neighbours) computes the definition's values through the public API, on the worker's wasm C
 kernels (constant filter: the pre-packed kernel) and on the NumPy reference (filter an input).  Before the C
 kernels indexed in 64 bits, these copied worker heap bytes into the output or trapped the worker (the same wasm
-under Node returned values off by up to 14 for these cases).  Shares test_bounded_geometry's runner and page."""
+under Node returned values off by up to 14 for these cases).  Shares the one-op runner of pages.py and the booted page."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_bounded_geometry import RUN_JS
+from pages import RUN_ONE_OP_JS as RUN_JS
 
 from py_core.testing import native_check, reference
 
