@@ -250,7 +250,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.get("/clients/models/{name}.onnx")
     def client_model(name: str) -> Response:
         # generated on first use (scripts/client_models.py, torch), cached under build/client-models
-        client_models = _script(settings.repo_root, "client_models")
+        client_models = load_script("client_models", settings.repo_root)
         if name not in client_models.MODELS:
             return JSONResponse({"detail": f"no client model '{name}'"}, 404)
         out = settings.repo_root / "build" / "client-models"

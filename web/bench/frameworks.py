@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import importlib.util
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,12 +30,9 @@ RELATIVE_TOLERANCE = 1e-3
 
 
 def _client_models() -> Any:
-    path = REPO_ROOT / "scripts" / "client_models.py"
-    spec = importlib.util.spec_from_file_location("webnn_scripts_client_models", path)
-    assert spec is not None and spec.loader is not None
-    module = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))
-    spec.loader.exec_module(module)
-    return module
+    from web.scripts import load_script
+
+    return load_script("client_models")
 
 
 def model_path(kind: str, name: str) -> tuple[Path, tuple[float, float]]:
