@@ -26,7 +26,7 @@ GEN_SCRIPT := scripts/gen_op_table.py
 GEN_OPS  := $(if $(wildcard $(GEN_SCRIPT)),polyfill/src/generated/ops.json)
 SPEC_SRC := $(shell find py_core/spec py_core/types.py -name '*.py' 2>/dev/null)
 
-.PHONY: setup venv venv-run node assets browsers native-chromium build dist run test bench lint clean help
+.PHONY: setup venv venv-run node assets browsers native-chromium build dist run test fuzz bench lint clean help
 
 help:
 	@echo "make run    set up what serving needs, build the polyfill, serve http://$(HOST):$(PORT)"
@@ -35,6 +35,7 @@ help:
 	@echo "make build  compile the C kernels (clang, gcc), bundle polyfill/src with esbuild into polyfill/dist"
 	@echo "make dist   the deployable package in dist/ (static folder + npm package root; cd dist && npm pack)"
 	@echo "make lint   ruff check + mypy"
+	@echo "make fuzz   the deep run of the kernel fuzzer (FUZZ_EXAMPLES=2000 per operator family)"
 	@echo "make bench  polyfill vs onnxruntime-web and LiteRT, startup, memory (BENCH_ARGS=...)"
 
 setup: venv node assets browsers native-chromium
@@ -117,6 +118,15 @@ run: venv-run node assets build
 test: venv node assets native-chromium build
 	bash scripts/setup_browsers.sh --strict
 	$(PY) -m pytest $(BROWSERS) $(PYTEST_ARGS)
+
+# Not part of `make test` (which runs the same fuzzer with a small derandomized budget): random examples,
+# FUZZ_EXAMPLES per operator family, hypothesis statistics at the end (2500 per family: 4 minutes here).  The address
+# space is capped at 8 GB: a kernel that pads huge geometry again fails with a MemoryError, it does not eat the
+# machine's memory.
+FUZZ_EXAMPLES ?= 2000
+fuzz: venv build
+	ulimit -v 8000000; WEBNN_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -p no:cacheprovider --hypothesis-show-statistics \
+	  tests/core/test_fuzz_kernels.py
 
 # Not part of `make test`: a full run takes several minutes (scripts/bench.py --help for options).
 BENCH_ARGS ?=

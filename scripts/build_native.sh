@@ -11,8 +11,12 @@ DIR=py_core/kernels/native
 SRC=$DIR/webnn_kernels.c
 WASM=$DIR/_webnn_kernels.wasm32.wasm
 HOST=$DIR/_webnn_kernels.host.so
-# no fused multiply-add anywhere (wasm SIMD128 has none): the same rounding in both builds
-FLAGS=(-O3 -std=c11 -ffreestanding -fPIC -ffp-contract=off -Wall -Wextra -Werror)
+# no fused multiply-add anywhere (wasm SIMD128 has none): the same rounding in both builds.
+# -fwrapv: signed overflow wraps instead of being undefined, so -O3 can never delete a bounds check on the
+# assumption that an index computation does not overflow (the kernels' i64 indices are also proven not to:
+# py_core/kernels/native/__init__.py).  clang's -Wshorten-64-to-32 makes any i64 index narrowed back to 32
+# bits an error in the wasm32 build.
+FLAGS=(-O3 -std=c11 -ffreestanding -fPIC -ffp-contract=off -fwrapv -Wall -Wextra -Werror)
 
 say() { echo "build_native: $*"; }
 
@@ -33,7 +37,7 @@ if ! command -v clang >/dev/null || ! command -v wasm-ld >/dev/null; then
   say "WARNING: clang and wasm-ld not found (Debian: apt-get install clang lld): the wasm C kernels are not built"
 elif stale "$WASM"; then
   obj=$(mktemp --suffix=.o)
-  clang --target=wasm32-unknown-emscripten -msimd128 -nostdlib "${FLAGS[@]}" -c "$SRC" -o "$obj"
+  clang --target=wasm32-unknown-emscripten -msimd128 -nostdlib "${FLAGS[@]}" -Wshorten-64-to-32 -c "$SRC" -o "$obj"
   wasm-ld --experimental-pic -shared -o "$WASM" "$obj"
   rm -f "$obj"
   say "built $WASM ($(stat -c %s "$WASM") bytes)"

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +12,10 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from web import mediapipe_models
 from web.bench.routes import REPORT_CSP, add_report_routes
 from web.core_wheel import CoreWheelCache, read_project_meta
+from web.scripts import load_script
 from web.settings import Settings
 from web.static_host import precompressed_sibling
 
@@ -174,26 +173,15 @@ def _health(settings: Settings, wheels: CoreWheelCache) -> dict[str, Any]:
     }
 
 
-@functools.lru_cache(maxsize=4)
-def _script(repo_root: Path, name: str) -> Any:
-    """scripts/<name>.py (not a package) loaded once; dataclasses need it in sys.modules."""
-    spec = importlib.util.spec_from_file_location(f"webnn_scripts_{name}", repo_root / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = sys.modules.setdefault(f"webnn_scripts_{name}", importlib.util.module_from_spec(spec))
-    spec.loader.exec_module(module)
-    return module
-
-
-def _model_file(repo_root: Path, name: str) -> Path | None:
-    """A MediaPipe .tflite by name: scripts/models.py's registry first, else any file of that name under
+def _model_file(name: str) -> Path | None:
+    """A MediaPipe .tflite by name: web.mediapipe_models' registry first, else any file of that name under
     mediapipe/modules/ (the gallery also uses models the registry does not list); None when absent."""
     if not name.replace("_", "").isalnum():
         return None
-    models = _script(repo_root, "models")
     try:
-        if name in models.MODELS:
-            return Path(models.model_path(name))
-        return next((models.mediapipe_dir() / "modules").glob(f"*/{name}.tflite"), None)
+        if name in mediapipe_models.MODELS:
+            return Path(mediapipe_models.model_path(name))
+        return next((mediapipe_models.mediapipe_dir() / "modules").glob(f"*/{name}.tflite"), None)
     except FileNotFoundError:
         return None
 
@@ -240,7 +228,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.get("/models/{name}.tflite")
     def model_file(name: str) -> Response:
-        path = _model_file(settings.repo_root, name)
+        path = _model_file(name)
         if path is None or not path.is_file():
             return JSONResponse({"detail": f"no model '{name}' (pip install mediapipe==0.10.14)"}, 404)
         return FileResponse(path, media_type="application/octet-stream", headers={"cache-control": NO_CACHE})
@@ -248,7 +236,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.get("/gallery/samples/{name}.png")
     def sample_photo(name: str) -> Response:
         # generated from scikit-image on first use (scripts/make_samples.py), not committed
-        make_samples = _script(settings.repo_root, "make_samples")
+        make_samples = load_script("make_samples", settings.repo_root)
         path = settings.samples_dir / f"{name}.png"
         if name not in make_samples.SAMPLES:
             return JSONResponse({"detail": f"no sample photo '{name}'"}, 404)
@@ -262,7 +250,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.get("/clients/models/{name}.onnx")
     def client_model(name: str) -> Response:
         # generated on first use (scripts/client_models.py, torch), cached under build/client-models
-        client_models = _script(settings.repo_root, "client_models")
+        client_models = load_script("client_models", settings.repo_root)
         if name not in client_models.MODELS:
             return JSONResponse({"detail": f"no client model '{name}'"}, 404)
         out = settings.repo_root / "build" / "client-models"

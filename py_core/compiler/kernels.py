@@ -224,6 +224,12 @@ class PackedConv2d:
         self.native_act, self.native_posts = (act, lo, hi), self.posts[used:]
         self.taps_chw = (np.ascontiguousarray(self.w.transpose(2, 0, 1))
                          if self.mode == "depthwise" and layout == "nchw" else None)
+        # The one range check of the C kernels' geometry (int64 coordinates far from overflow), made here where
+        # the kernel is chosen: valid WebNN options always pass it today, so this only guards future limits.
+        in_hw = in_shape[1:3] if layout == "nhwc" else in_shape[2:4]
+        out_hw = out_shape[1:3] if layout == "nhwc" else out_shape[2:4]
+        self.native_fits = native.conv_fits(in_hw, (kh, kw), self.strides, self.dilations,
+                                            (self.padding[0], self.padding[2]), out_hw)
 
     def _padding_is_small(self, in_hw: Sequence[int]) -> bool:
         """Whether a padded copy of one input plane costs no more than the input plus the im2col columns."""
@@ -342,7 +348,7 @@ class PackedConv2d:
         return y
 
     def __call__(self, input: np.ndarray) -> np.ndarray:
-        if native.available() and self.reference != "always":
+        if self.native_fits and native.available() and self.reference != "always":
             return self._native(np.ascontiguousarray(input, dtype=F32))
         x = input if input.dtype == F32 else input.astype(F32)
         if self.reference:

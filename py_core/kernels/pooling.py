@@ -156,7 +156,8 @@ def resample2d(input: np.ndarray, *, mode: str, sizes: Sequence[int], axes: Sequ
     x = input if mode == "nearest-neighbor" else input.astype(wide_type(input.dtype), copy=False)
     h_axis, w_axis = axes
     if (mode == "linear" and x.dtype == np.float32 and native.available() and w_axis == h_axis + 1
-            and x.shape[h_axis] != sizes[0] and x.shape[w_axis] != sizes[1]):
+            and x.shape[h_axis] != sizes[0] and x.shape[w_axis] != sizes[1]
+            and native.resample_fits(x.shape[h_axis:w_axis + 1])):  # its int32 source tables
         # the C kernel does the same separable blend in the same order (bit-identical), in one pass
         y = native.resample_linear(np.ascontiguousarray(x), h_axis, linear_tables(x.shape[h_axis], sizes[0]),
                                    linear_tables(x.shape[w_axis], sizes[1]))

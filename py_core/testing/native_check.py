@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from py_core.kernels import native
+from py_core.testing import reference
 
 GEMM_SHAPES = [(1, 1, 1), (4, 8, 3), (5, 9, 17), (7, 3, 2), (64, 64, 64), (65, 130, 33), (3, 1000, 1280),
                (200, 12, 5)]
@@ -137,6 +138,91 @@ def im2col_case(rng: np.random.Generator, case: tuple[Any, ...], layout: str) ->
     return error(got, want), tolerance(c * kh * kw)
 
 
+# Geometry at the edges of unsigned long (issue #13: ctypes.c_int wrapped these and the kernels read outside
+# their buffers): (n, c, h, w, kh, kw, strides, dilations, padding top/bottom/left/right), outputs small.
+EDGE = 2**31 - 1
+EDGE_CASES = [
+    (1, 2, 1, 33, 1, 2, (1, 2), (1, EDGE), (0, 0, EDGE, 1)),  # the issue's conv2d: tap 1 reads column 2 * ow
+    (1, 3, 2, 5, 2, 2, (1, 1), (2**31, 2**31), (EDGE, 1, 2**31, 0)),  # 2^31 is INT_MIN as an int32
+    (1, 4, 3, 3, 1, 1, (2**32 - 1, 2**32 - 1), (1, 1), (0, 2**32 - 1, 0, 2**32 - 1)),  # output 1 in padding
+    (1, 9, 4, 4, 3, 3, (1, 1), (2**32 - 1, 2**32 - 1), (2**32 - 1,) * 4),  # middle tap reads, outer two pad
+    (2, 8, 2, 3, 2, 3, (2, 2**31), (2**31 + 5, 2**16), (2**31 + 4, 1, 2**17, 2**31)),
+]
+
+
+def conv_out(case: tuple[Any, ...]) -> tuple[int, int]:
+    """The conv2d output size (floor) of a case, exact in Python integers."""
+    _, _, h, w, kh, kw, (sh, sw), (dh, dw), (t, b, l, r) = case
+    return (h + t + b - (kh - 1) * dh - 1) // sh + 1, (w + l + r - (kw - 1) * dw - 1) // sw + 1
+
+
+def edge_case(rng: np.random.Generator, case: tuple[Any, ...], layout: str, kind: str) -> tuple[float, float]:
+    """(error, tolerance) of a depthwise or im2col conv2d with edge geometry against the float64 definition
+    (py_core.testing.reference, bounded by the output: it never pads)."""
+    n, c, h, w, kh, kw, strides, dil, pad = case
+    oh, ow = conv_out(case)
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    groups, o = (c, c) if kind == "depthwise" else (1, 5)
+    filt = rng.standard_normal((o, c // groups, kh, kw)).astype(np.float32)
+    want = reference.conv2d(x, filt, None, pad, strides, dil, groups, (oh, ow))
+    nhwc = layout == "nhwc"
+    xin = np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if nhwc else x
+    if kind == "depthwise":
+        taps = np.ascontiguousarray(filt[:, 0].transpose(1, 2, 0) if nhwc else filt[:, 0])
+        out_shape = (n, oh, ow, c) if nhwc else (n, c, oh, ow)
+        got = native.depthwise(xin, taps, layout, strides, dil, (pad[0], pad[2]), out_shape, None,
+                               native.ACT_NONE, 0.0, 0.0)
+    elif nhwc:
+        cols = native.im2col_nhwc(xin, kh, kw, strides, dil, (pad[0], pad[2]), oh, ow)
+        wmat = np.ascontiguousarray(filt.transpose(2, 3, 1, 0).reshape(kh * kw * c, o))
+        got = native.sgemm(cols, wmat).reshape(n, oh, ow, o)
+    else:
+        got = np.empty((n, o, oh, ow), np.float32)
+        colbuf = np.empty((c * kh * kw, oh * ow), np.float32)
+        wmat = np.ascontiguousarray(filt.reshape(o, c * kh * kw))
+        for b in range(n):
+            native.im2col_nchw(x[b], kh, kw, strides, dil, (pad[0], pad[2]), oh, ow, colbuf)
+            got[b] = native.sgemm(wmat, colbuf).reshape(o, oh, ow)
+    if nhwc:
+        got = got.transpose(0, 3, 1, 2)
+    return error(got, want), tolerance(c * kh * kw)
+
+
+def edge_graph_case(rng: np.random.Generator, case: tuple[Any, ...], layout: str, kind: str,
+                    numpy_path: bool = False) -> tuple[float, float]:
+    """(error, tolerance) of the same conv2d built through GraphBuilder and compiled as build() does (the
+    kernel choice and its range check included), constant filter, bias and relu6, against the definition.
+    numpy_path: with the C kernels switched off (the NumPy kernels; they materialise the padding today)."""
+    from py_core.builder import GraphBuilder
+    from py_core.runtime.executor import prepare
+
+    n, c, h, w, kh, kw, strides, dil, pad = case
+    groups, o = (c, c) if kind == "depthwise" else (1, 5)
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    filt = rng.standard_normal((o, c // groups, kh, kw)).astype(np.float32)
+    bias = rng.standard_normal(o).astype(np.float32)
+    nhwc = layout == "nhwc"
+    b = GraphBuilder()
+    xin = np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if nhwc else x
+    y = b.call("conv2d", {"input": b.input("x", ("float32", list(xin.shape))),
+                          "filter": b.constant(("float32", list(filt.shape)), filt),
+                          "bias": b.constant(("float32", [o]), bias), "padding": list(pad), "strides": list(strides),
+                          "dilations": list(dil), "groups": groups, "inputLayout": layout})
+    exe = prepare(b.build({"y": b.call("clamp", {"input": y, "minValue": 0.0, "maxValue": 6.0})}))
+    on = native.available()
+    if numpy_path:
+        native.use_native(False)
+    try:
+        got = exe.run({"x": xin})["y"]
+    finally:
+        if numpy_path and on:
+            native.use_native(True)
+    if nhwc:
+        got = got.transpose(0, 3, 1, 2)
+    want = act_ref(reference.conv2d(x, filt, bias, pad, strides, dil, groups, conv_out(case)), native.ACT_CLAMP, 0, 6)
+    return error(got, want), tolerance(c // groups * kh * kw + 1)
+
+
 RESAMPLE_CASES = [  # (shape, axis, output sizes)
     ((1, 5, 7, 16), 1, (10, 14)), ((2, 3, 4, 6), 2, (9, 2)), ((1, 8, 8, 3), 1, (16, 5)), ((3, 6, 1, 1), 0, (7, 11)),
 ]
@@ -203,6 +289,12 @@ def cases() -> Iterator[tuple[str, Any]]:
         yield f"activation act{act} [{lo}, {hi}]", lambda a=act, lo_=lo, hi_=hi: activation_case(rng, a, lo_, hi_)
     for size, scale in ((1, 1.0), (7, 3.0), (1000, 10.0), (4096, 40.0)):
         yield f"sigmoid {size} x{scale}", lambda n=size, sc=scale: sigmoid_case(rng, n, sc)
+    for case in EDGE_CASES:
+        for layout in ("nchw", "nhwc"):
+            for kind in ("depthwise", "im2col"):
+                yield f"edge {kind} {case} {layout}", lambda c=case, lay=layout, k=kind: edge_case(rng, c, lay, k)
+                yield f"edge graph {kind} {case} {layout}", \
+                    lambda c=case, lay=layout, k=kind: edge_graph_case(rng, c, lay, k)
     for shape, axis, sizes in RESAMPLE_CASES:
         yield f"resample {shape} axis {axis} -> {sizes}", \
             lambda s=shape, a=axis, z=sizes: resample_case(rng, s, a, z)

@@ -3,10 +3,7 @@ per browser shared by the tests that allow it."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +11,7 @@ from pages import open_page
 
 from web.bench.session import dev_server as serve_dev_server
 from web.browsers import launch_args, native_chromium_launch_args
+from web.scripts import load_script
 
 # One test graph run plus Pyodide boot stays well under this; a hang fails instead of stalling CI.
 BOOT_TIMEOUT_MS = 120_000
@@ -86,10 +84,5 @@ def client_models() -> dict[str, Any]:
     kept between sessions; the dev server serves them at /clients/models/<name>.onnx."""
     pytest.importorskip("torch")
     pytest.importorskip("onnx")
-    root = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location("webnn_scripts_client_models", root / "scripts" / "client_models.py")
-    assert spec is not None and spec.loader is not None
-    module = sys.modules.setdefault("webnn_scripts_client_models", importlib.util.module_from_spec(spec))
-    spec.loader.exec_module(module)
-    models: dict[str, Any] = module.generate()["models"]
+    models: dict[str, Any] = load_script("client_models").generate()["models"]
     return models

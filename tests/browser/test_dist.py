@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from pages import open_page
 
+from web.scripts import load_script
 from web.static_host import StaticHost
 
 pytestmark = pytest.mark.browser
@@ -65,15 +66,7 @@ MODULE = """<!doctype html><meta charset="utf-8"><title>module</title>
 
 def _make_dist() -> Any:
     """scripts/make_dist.py (not a package), loaded once."""
-    import importlib.util
-    import sys
-
-    if "make_dist" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("make_dist", ROOT / "scripts" / "make_dist.py")
-        assert spec is not None and spec.loader is not None
-        sys.modules["make_dist"] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules["make_dist"])
-    return sys.modules["make_dist"]
+    return load_script("make_dist")
 
 
 @pytest.fixture(scope="session")

@@ -13,9 +13,7 @@ page's pre- and post-processing).  Screenshots: test-results/gallery/<browser>-<
 from __future__ import annotations
 
 import base64
-import importlib.util
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ import pytest
 from pages import open_page
 
 from web.browsers import launch_args
+from web.scripts import load_script
 
 pytest.importorskip("ai_edge_litert.interpreter")
 pytest.importorskip("cv2")
@@ -39,16 +38,8 @@ TIMEOUT_MS = 240_000
 FACE = ref.ASTRONAUT_FACE
 
 
-def _script(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(f"webnn_scripts_{name}", ROOT / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = sys.modules.setdefault(f"webnn_scripts_{name}", importlib.util.module_from_spec(spec))
-    spec.loader.exec_module(module)
-    return module
-
-
-make_samples = _script("make_samples")
-train_digits = _script("train_digits")
+make_samples = load_script("make_samples")
+train_digits = load_script("train_digits")
 
 
 class Gallery:

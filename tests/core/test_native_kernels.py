@@ -1,10 +1,17 @@
 """The C kernels (py_core/kernels/native), host build of the same C source, against float64 NumPy formulas.
 
-The cases live in py_core.testing.native_check; tests/pyodide/test_pyodide_native.py runs them on the wasm
-build inside Pyodide.
+The cases live in py_core.testing.native_check (the issue #13 edge geometry near 2^31 and 2^32 included);
+tests/pyodide/test_pyodide_wpt.py runs them on the wasm build inside Pyodide.
 """
 
 from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -81,3 +88,86 @@ def test_switching_off_and_on() -> None:
     finally:
         native.use_native(True)
     assert native.available()
+
+
+# The NumPy path of the issue #13 edge geometry, in one child process whose address space is capped at 3 GiB: these
+# kernels once copied the input into its padding (16 GiB for the first case); a kernel that does again fails here
+# with a MemoryError instead of taking the machine's memory.
+_NUMPY_CHILD = """
+import json, sys
+import numpy as np
+from py_core.testing import native_check
+out = {}
+for i, case in enumerate(native_check.EDGE_CASES):
+    for layout, kind in (("nchw", "depthwise"), ("nhwc", "im2col")):
+        try:
+            err, tol = native_check.edge_graph_case(np.random.default_rng(0), case, layout, kind, numpy_path=True)
+            out[f"{i} {layout} {kind}"] = {"error": err, "tolerance": tol}
+        except Exception as e:
+            out[f"{i} {layout} {kind}"] = {"exception": f"{type(e).__name__}: {e}"}
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def numpy_edge_results() -> dict[str, dict[str, object]]:
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    proc = subprocess.run([sys.executable, "-c", _NUMPY_CHILD], capture_output=True, text=True, timeout=300,
+                          preexec_fn=cap, cwd=Path(__file__).resolve().parents[2],
+                          env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results: dict[str, dict[str, object]] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return results
+
+
+@pytest.mark.parametrize("index", range(len(native_check.EDGE_CASES)))
+@pytest.mark.parametrize("layout,kind", [("nchw", "depthwise"), ("nhwc", "im2col")])
+def test_edge_geometry_numpy_path_matches_the_definition(numpy_edge_results: dict[str, dict[str, object]],
+                                                         index: int, layout: str, kind: str) -> None:
+    out = numpy_edge_results[f"{index} {layout} {kind}"]
+    assert "exception" not in out, out["exception"]
+    assert out["error"] <= out["tolerance"], out
+
+
+def test_conv_fits_accepts_every_valid_webnn_geometry_and_refuses_past_2_62() -> None:
+    """Valid options are unsigned longs (< 2^32) and outputs are bounded by them: always in range.  Past 2^62 a
+    coordinate could overflow int64 in C, and ctypes would wrap a value past 2^63 without a word."""
+    u = 2**32 - 1
+    # height: input u, window 2 dilated by u, stride u, padding [u, u] -> 2 rows; width: input 5, window 3
+    # dilated by u, padding [u, u] -> 5 columns (the largest coordinates valid options can make)
+    assert native.conv_fits((u, 5), (2, 3), (u, 1), (u, u), (u, u), (2, 5))
+    assert not native.conv_fits((4, 4), (3, 3), (1, 1), (2**61, 1), (0, 0), (1, 1))
+    assert not native.conv_fits((4, 4), (3, 3), (1, 1), (1, 1), (2**63, 0), (1, 1))
+    assert not native.conv_fits((4, 4), (3, 3), (0, 1), (1, 1), (0, 0), (1, 1))
+
+
+def test_the_wrappers_refuse_what_the_kernels_cannot_handle_in_bounds() -> None:
+    x = np.zeros((1, 2, 5, 5), np.float32)
+    taps = np.ones((2, 3, 3), np.float32)
+    args = ((1, 1), (1, 1), (1, 1), (1, 2, 5, 5), None, native.ACT_NONE, 0.0, 0.0)
+    assert native.depthwise(x, taps, "nchw", *args).shape == (1, 2, 5, 5)
+    with pytest.raises(native.NativeRangeError):  # a strided view: the kernel indexes it as contiguous
+        native.depthwise(np.zeros((1, 2, 5, 10), np.float32)[..., ::2], taps, "nchw", *args)
+    with pytest.raises(native.NativeRangeError):  # padding past 2^63: ctypes.c_int64 would wrap it negative
+        native.depthwise(x, taps, "nchw", (1, 1), (1, 1), (2**63, 1), *args[3:])
+    with pytest.raises(native.NativeRangeError):  # an output shape the input does not have
+        native.depthwise(x, taps, "nchw", (1, 1), (1, 1), (1, 1), (1, 3, 5, 5), None, native.ACT_NONE, 0.0, 0.0)
+    with pytest.raises(native.NativeRangeError):  # operands that do not chain
+        native.sgemm(np.ones((2, 3), np.float32), np.ones((4, 5), np.float32))
+    tables = [np.array([0, 7], np.int32), np.array([1, 7], np.int32), np.ones(2, np.float32), np.zeros(2, np.float32)]
+    with pytest.raises(native.NativeRangeError):  # a source index past the input
+        native.resample_linear(np.zeros((1, 4, 4), np.float32), 1, tuple(tables), tuple(tables))
+
+
+def test_packed_conv2d_keeps_numpy_when_the_geometry_does_not_fit() -> None:
+    """The one check where the kernel is chosen: out of range, the NumPy kernel runs (never the C call)."""
+    from py_core.compiler.kernels import PackedConv2d
+
+    w = np.ones((3, 3, 1, 2), np.float32)
+    common = {"padding": [1, 1, 1, 1], "strides": [1, 1], "groups": 2, "layout": "nchw", "in_shape": (1, 2, 4, 4),
+              "out_shape": (1, 2, 4, 4), "posts": []}
+    assert PackedConv2d(w, None, dilations=[1, 1], **common).native_fits
+    # not a valid WebNN dilation (> 2^32 - 1): only reachable from Python, and refused for the C kernels
+    assert not PackedConv2d(w, None, dilations=[2**62, 1], **common).native_fits

@@ -15,6 +15,7 @@ from onnx import TensorProto, helper
 from py_core.builder import GraphBuilder
 from py_core.errors import WebNNTypeError
 from py_core.runtime.executor import prepare
+from py_core.testing import reference
 
 ACTS = ["relu", "sigmoid", "tanh"]
 F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
@@ -96,43 +97,6 @@ def torch_rnn(kind: str, x, w, r, b, rb, h0, c0, hidden, direction):
     seq = y.numpy().reshape(x.shape[0], x.shape[1], dirs, hidden).transpose(0, 2, 1, 3)
     states = [s.numpy() for s in state] if kind == "lstm" else [state.numpy()]
     return states + [seq]
-
-
-_F = {"relu": lambda v: np.maximum(v, 0), "sigmoid": lambda v: 1 / (1 + np.exp(-v)), "tanh": np.tanh}
-
-
-def spec_lstm_cell(x, w, r, h, c, hidden, b, rb, p, layout, acts):
-    """The spec's lstmCell emulation in float64, gate by gate (peepholes i, o, f on the previous cell)."""
-    f0, f1, f2 = (_F[a] for a in acts)
-    x, w, r, h, c = (np.asarray(v, np.float64) for v in (x, w, r, h, c))
-    peep = {g: (0 if p is None else np.float64(p[k * hidden:(k + 1) * hidden])) for k, g in enumerate("iof")}
-
-    def pre(g: str) -> np.ndarray:
-        s = slice(layout.index(g) * hidden, (layout.index(g) + 1) * hidden)
-        v = x @ w[s].T.astype(np.float64) + h @ r[s].T.astype(np.float64)
-        v = v + (0 if b is None else b[s].astype(np.float64))
-        v = v + (0 if rb is None else rb[s].astype(np.float64))
-        return v + (c * peep[g] if g in peep else 0)
-
-    i, f, o, g = f0(pre("i")), f0(pre("f")), f0(pre("o")), f1(pre("g"))
-    c2 = f * c + i * g
-    return o * f2(c2), c2
-
-
-def spec_lstm(x, w, r, b, rb, p, h0, c0, hidden, direction, layout, acts):
-    """lstm as the spec's emulation: lstmCell over the steps of each direction."""
-    dirs, steps = w.shape[0], x.shape[0]
-    hs, cs, seq = [], [], np.zeros((steps, dirs, x.shape[1], hidden))
-    for d in range(dirs):
-        h, c = h0[d].astype(np.float64), c0[d].astype(np.float64)
-        order = range(steps - 1, -1, -1) if (d == 1 or direction == "backward") else range(steps)
-        for t in order:
-            h, c = spec_lstm_cell(x[t], w[d], r[d], h, c, hidden, None if b is None else b[d],
-                                  None if rb is None else rb[d], None if p is None else p[d], layout, acts)
-            seq[t, d] = h
-        hs.append(h)
-        cs.append(c)
-    return [np.stack(hs), np.stack(cs), seq]
 
 
 # ---------------------------------------------------------------------------------------- gru / lstm
@@ -229,9 +193,9 @@ def test_lstm_peephole_vs_spec_formula(dtype, direction, layout):
     acts = [str(v) for v in rng.choice(ACTS, 3)]
     got = run("lstm", a, steps=3, hiddenSize=4, direction=direction, layout=layout, activations=acts,
               returnSequence=True)
-    want = spec_lstm(a["input"], a["weight"], a["recurrentWeight"], a["bias"], a["recurrentBias"],
-                     a["peepholeWeight"], a["initialHiddenState"], a["initialCellState"], 4, direction,
-                     layout, acts)
+    want = reference.lstm(a["input"], a["weight"], a["recurrentWeight"], 4, a["bias"], a["recurrentBias"],
+                          a["peepholeWeight"], a["initialHiddenState"], a["initialCellState"], direction, layout,
+                          acts)
     for g, w in zip(got, want, strict=True):
         close(g, w, dtype)
 
@@ -286,7 +250,7 @@ def test_lstm_cell(dtype, layout, peephole):
         a["peepholeWeight"] = data(rng, (15,), dtype)
     acts = [str(v) for v in rng.choice(ACTS, 3)]
     got = run("lstmCell", a, hiddenSize=5, layout=layout, activations=acts)
-    want = spec_lstm_cell(a["input"], a["weight"], a["recurrentWeight"], a["hiddenState"], a["cellState"], 5,
+    want = reference.lstm_cell(a["input"], a["weight"], a["recurrentWeight"], a["hiddenState"], a["cellState"], 5,
                           a["bias"], None, a.get("peepholeWeight"), layout, acts)
     for g, w in zip(got, want, strict=True):
         close(g, w, dtype)

@@ -5,11 +5,8 @@ The models are the MediaPipe ones of web/mediapipe_models.py (the mediapipe==0.1
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 import tracemalloc
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,12 +15,9 @@ tflite = pytest.importorskip("tflite")
 
 from py_core.errors import TFLiteModelError  # noqa: E402
 from py_core.loaders import read_tflite  # noqa: E402
+from web.scripts import load_script  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location("webnn_scripts_fuzz_tflite",
-                                               Path(__file__).parents[2] / "scripts" / "fuzz_tflite.py")
-assert _spec is not None and _spec.loader is not None
-fuzz = sys.modules.setdefault("webnn_scripts_fuzz_tflite", importlib.util.module_from_spec(_spec))
-_spec.loader.exec_module(fuzz)
+fuzz = load_script("fuzz_tflite")
 
 CASES = 15  # about 5 s here; `scripts/fuzz_tflite.py --cases N` for more (all five models)
 # one model per family of operators: conv/depthwise/pools, the custom transposed conv, DENSIFY of sparse weights

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from web.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 # `web` lives at the repo root and is not an installed package: make it importable under plain `pytest`.
@@ -15,19 +16,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
-def _load_fetch_assets() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("fetch_assets", ROOT / "scripts" / "fetch_assets.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["fetch_assets"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="session")
 def fetch_assets() -> ModuleType:
     """scripts/fetch_assets.py loaded as a module (scripts/ is not a package)."""
-    return _load_fetch_assets()
+    return load_script("fetch_assets")
 
 
 @pytest.fixture(scope="session")

@@ -4,26 +4,21 @@ and the package manifest. (tests/browser/test_dist.py builds and runs the whole 
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import os
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import brotli
 import pytest
 
+from web.scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def make_dist() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_dist", ROOT / "scripts" / "make_dist.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["make_dist"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("make_dist")
 
 
 def test_siblings_decode_to_the_file_and_come_from_the_cache_the_second_time(

@@ -4,14 +4,21 @@
 core wheel; not named .so, so Pyodide does not link it on install, and the page's Pyodide never does) and
 `_webnn_kernels.host.so` (for CPython, so the core tests run the same code).  Without the file for this platform,
 or with PYODIDE_WEBNN_NATIVE=0, `available()` is False and callers keep their NumPy kernels.
-Every function here takes float32 arrays whose layout the caller has checked (`gemm_ok` for products).
+
+Memory safety by construction: every count, stride and geometry value crosses as a C `int64` (`ctypes.c_int64`;
+`long` is 32 bits in wasm32) and the C code forms its coordinates and offsets in 64 bits.  ctypes wraps an int
+that does not fit its type without a word, so nothing reaches C unchecked: the caller asks `conv_fits` (or
+`gemm_ok`, `resample_fits`) once where it chooses the C kernel and otherwise runs NumPy, and every function here
+raises `NativeRangeError` before a call whose arrays or values the kernel could not handle in bounds.
 """
 
 from __future__ import annotations
 
 import ctypes
+import operator
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -20,18 +27,26 @@ ACT_NONE, ACT_CLAMP, ACT_HARD_SWISH = 0, 1, 2  # the C file's act codes
 BIAS_NONE, BIAS_PER_ROW, BIAS_PER_COL = 0, 1, 2  # its bias codes
 F32 = np.dtype(np.float32)
 LIB_FILE = "_webnn_kernels.wasm32.wasm" if sys.platform == "emscripten" else "_webnn_kernels.host.so"
+# Every integer passed to C, and every coordinate the C code forms from them (out * stride - pad + tap *
+# dilation, a few vector lanes past the last output), stays below this: far from int64 overflow.
+LIMIT = 2**62
+INT32_MAX = 2**31 - 1
 
-_P, _I, _F = ctypes.c_void_p, ctypes.c_int, ctypes.c_float
+_P, _L, _E, _F = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_float  # _E: the small act/bias codes
 _SIGNATURES = {
-    "wk_sgemm": [_I, _I, _I, _P, _I, _I, _P, _I, _P, _I, _P, _I, _I, _F, _F],
-    "wk_im2col_nhwc": [_I] * 4 + [_P] + [_I] * 10 + [_P],
-    "wk_im2col_nchw": [_I] * 3 + [_P] + [_I] * 10 + [_P],
-    "wk_depthwise_nhwc": [_I] * 4 + [_P, _I, _I, _P] + [_I] * 8 + [_P, _P, _I, _F, _F],
-    "wk_depthwise_nchw": [_I] * 4 + [_P, _I, _I, _P] + [_I] * 8 + [_P, _P, _I, _F, _F],
-    "wk_resample_linear": [_I] * 4 + [_P, _I, _I] + [_P] * 9,
-    "wk_sigmoid": [_P, ctypes.c_long],
-    "wk_activation": [_P, _P, ctypes.c_long, _I, _F, _F],
+    "wk_sgemm": [_L, _L, _L, _P, _L, _L, _P, _L, _P, _L, _P, _E, _E, _F, _F],
+    "wk_im2col_nhwc": [_L] * 4 + [_P] + [_L] * 10 + [_P],
+    "wk_im2col_nchw": [_L] * 3 + [_P] + [_L] * 10 + [_P],
+    "wk_depthwise_nhwc": [_L] * 4 + [_P, _L, _L, _P] + [_L] * 8 + [_P, _P, _E, _F, _F],
+    "wk_depthwise_nchw": [_L] * 4 + [_P, _L, _L, _P] + [_L] * 8 + [_P, _P, _E, _F, _F],
+    "wk_resample_linear": [_L] * 4 + [_P, _L, _L] + [_P] * 9,
+    "wk_sigmoid": [_P, _L],
+    "wk_activation": [_P, _P, _L, _E, _F, _F],
 }
+
+
+class NativeRangeError(ValueError):
+    """A C kernel was called with arrays or values it cannot handle in bounds: a caller skipped its check."""
 
 
 def _load() -> ctypes.CDLL | None:
@@ -65,24 +80,61 @@ def _ptr(a: np.ndarray | None) -> int | None:
     return None if a is None else a.__array_interface__["data"][0]
 
 
+def _require(ok: bool, what: str) -> None:
+    if not ok:
+        raise NativeRangeError(f"C kernel {what}: refused before the call (the caller must check first)")
+
+
+def _f32_c(*arrays: np.ndarray | None) -> bool:
+    """float32 and C-contiguous (what the kernels index with their own strides)."""
+    return all(a is None or (a.dtype == F32 and a.flags.c_contiguous) for a in arrays)
+
+
+def window_fits(size: int, window: int, stride: int, dilation: int, pad_begin: int, out: int) -> bool:
+    """Whether the C kernels' coordinates along one spatial axis stay far from int64 overflow: they form
+    o * stride - pad_begin + i * dilation for every output o (up to 3 past the last, vector loads) and tap i."""
+    values = [operator.index(v) for v in (size, window, stride, dilation, pad_begin, out)]
+    return (all(0 <= v < LIMIT for v in values) and stride > 0 and dilation > 0
+            and (out + 3) * stride + pad_begin + (window - 1) * dilation + size < LIMIT)
+
+
+def conv_fits(in_hw: Sequence[int], window: Sequence[int], strides: Sequence[int], dilations: Sequence[int],
+              pad_top_left: Sequence[int], out_hw: Sequence[int]) -> bool:
+    """`window_fits` along both axes: the one check a caller makes where it picks im2col or depthwise."""
+    return all(window_fits(*axis) for axis in zip(in_hw, window, strides, dilations, pad_top_left, out_hw,
+                                                  strict=True))
+
+
+def _fit(*values: int) -> bool:
+    return all(-LIMIT < int(v) < LIMIT for v in values)
+
+
 def gemm_ok(a: np.ndarray, b: np.ndarray) -> bool:
     """Whether sgemm can read these operands in place: float32, 2-D, element strides, B's rows contiguous."""
     return (_LIB is not None and a.dtype == F32 and b.dtype == F32 and a.ndim == 2 and b.ndim == 2
             and b.strides[1] == 4 and a.strides[0] % 4 == 0 and a.strides[1] % 4 == 0
-            and b.strides[0] % 4 == 0 and a.size > 0 and b.size > 0)
+            and b.strides[0] % 4 == 0 and a.size > 0 and b.size > 0 and a.shape[1] == b.shape[0]
+            and _fit(*a.shape, *b.shape, *a.strides, *b.strides))
 
 
 def sgemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None, bias: np.ndarray | None = None,
           bias_mode: int = BIAS_NONE, act: int = ACT_NONE, lo: float = 0.0, hi: float = 0.0) -> np.ndarray:
     """out[M, N] = act(a[M, K] @ b[K, N] + bias); bias per row (length M) or per column (length N)."""
     assert _LIB is not None
+    _require(gemm_ok(a, b), "sgemm operands")
     m, k = a.shape
     n = b.shape[1]
     if out is None:
         out = np.empty((m, n), F32)
+    _require(out.dtype == F32 and out.shape == (m, n) and out.strides[1] == 4 and out.strides[0] % 4 == 0
+             and _fit(*out.strides), "sgemm output")
+    if bias is None:
+        bias_mode = BIAS_NONE
+    _require(bias_mode in (BIAS_NONE, BIAS_PER_ROW, BIAS_PER_COL) and act in (ACT_NONE, ACT_CLAMP, ACT_HARD_SWISH)
+             and (bias is None or (_f32_c(bias) and bias.size == (m if bias_mode == BIAS_PER_ROW else n))),
+             "sgemm bias/activation")
     _LIB.wk_sgemm(m, n, k, _ptr(a), a.strides[0] // 4, a.strides[1] // 4, _ptr(b), b.strides[0] // 4,
-                  _ptr(out), out.strides[0] // 4, _ptr(bias), bias_mode if bias is not None else BIAS_NONE,
-                  act, lo, hi)
+                  _ptr(out), out.strides[0] // 4, _ptr(bias), bias_mode, act, lo, hi)
     return out
 
 
@@ -91,6 +143,7 @@ def im2col_nhwc(x: np.ndarray, kh: int, kw: int, strides: tuple[int, int], dilat
     """The [N*OH*OW, KH*KW*C] column matrix of a contiguous NHWC input (zeros in the padding)."""
     assert _LIB is not None
     n, h, w, c = x.shape
+    _require(_f32_c(x) and conv_fits((h, w), (kh, kw), strides, dilations, pad_top_left, (oh, ow)), "im2col_nhwc")
     cols = np.empty((n * oh * ow, kh * kw * c), F32)
     _LIB.wk_im2col_nhwc(n, h, w, c, _ptr(x), kh, kw, *strides, *dilations, *pad_top_left, oh, ow, _ptr(cols))
     return cols
@@ -101,6 +154,8 @@ def im2col_nchw(x: np.ndarray, kh: int, kw: int, strides: tuple[int, int], dilat
     """Fill cols [C*KH*KW, OH*OW] from one contiguous CHW image (zeros in the padding)."""
     assert _LIB is not None
     c, h, w = x.shape
+    _require(_f32_c(x, cols) and cols.shape == (c * kh * kw, oh * ow)
+             and conv_fits((h, w), (kh, kw), strides, dilations, pad_top_left, (oh, ow)), "im2col_nchw")
     _LIB.wk_im2col_nchw(c, h, w, _ptr(x), kh, kw, *strides, *dilations, *pad_top_left, oh, ow, _ptr(cols))
     return cols
 
@@ -110,22 +165,32 @@ def depthwise(x: np.ndarray, taps: np.ndarray, layout: str, strides: tuple[int, 
               bias: np.ndarray | None, act: int, lo: float, hi: float) -> np.ndarray:
     """Depthwise conv2d of a contiguous float32 input; taps [KH, KW, C] for nhwc, [C, KH, KW] for nchw."""
     assert _LIB is not None
-    y = np.empty(out_shape, F32)
     if layout == "nhwc":
         n, h, w, c = x.shape
-        _, oh, ow, _ = out_shape
         kh, kw = taps.shape[0], taps.shape[1]
+        want_out, want_taps = (n, out_shape[1], out_shape[2], c), (kh, kw, c)
+        _, oh, ow, _ = out_shape
         fn = _LIB.wk_depthwise_nhwc
         dims = (n, h, w, c)
     else:
         n, c, h, w = x.shape
-        _, _, oh, ow = out_shape
         kh, kw = taps.shape[1], taps.shape[2]
+        want_out, want_taps = (n, c, out_shape[2], out_shape[3]), (c, kh, kw)
+        _, _, oh, ow = out_shape
         fn = _LIB.wk_depthwise_nchw
         dims = (n, c, h, w)
+    _require(_f32_c(x, taps, bias) and tuple(out_shape) == want_out and taps.shape == want_taps
+             and (bias is None or bias.size == c) and act in (ACT_NONE, ACT_CLAMP, ACT_HARD_SWISH)
+             and conv_fits((h, w), (kh, kw), strides, dilations, pad_top_left, (oh, ow)), f"depthwise_{layout}")
+    y = np.empty(out_shape, F32)
     fn(*dims, _ptr(x), kh, kw, _ptr(taps), *strides, *dilations, *pad_top_left, oh, ow, _ptr(y), _ptr(bias),
        act, lo, hi)
     return y
+
+
+def resample_fits(in_sizes: Sequence[int]) -> bool:
+    """Whether the bilinear kernel's int32 source tables can index these input sizes."""
+    return all(0 < s <= INT32_MAX for s in in_sizes)
 
 
 def resample_linear(x: np.ndarray, axis: int, rows: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
@@ -136,6 +201,14 @@ def resample_linear(x: np.ndarray, axis: int, rows: tuple[np.ndarray, np.ndarray
     float32 arrays."""
     assert _LIB is not None
     shape = x.shape
+    _require(_f32_c(x) and 0 <= axis <= x.ndim - 2 and resample_fits(shape[axis:axis + 2]), "resample_linear")
+    for table, size in ((rows, shape[axis]), (cols, shape[axis + 1])):
+        lo, hi, w0, w1 = table
+        # indices in [0, size): checked here, since the kernel reads x at them (len(table) values each)
+        _require(lo.dtype == hi.dtype == np.int32 and _f32_c(w0, w1) and lo.flags.c_contiguous
+                 and hi.flags.c_contiguous and lo.shape == hi.shape == w0.shape == w1.shape and lo.ndim == 1
+                 and (lo.size == 0 or (min(lo.min(), hi.min()) >= 0 and max(lo.max(), hi.max()) < size)),
+                 "resample_linear tables")
     outer = int(np.prod(shape[:axis], dtype=np.int64))
     inner = int(np.prod(shape[axis + 2:], dtype=np.int64))
     oh, ow = len(rows[0]), len(cols[0])
@@ -149,6 +222,7 @@ def sigmoid_inplace(y: np.ndarray) -> None:
     """y <- 1 / (1 + exp(-y)) in place on a float32 array (subnormal results below -87 included); a strided
     view goes through a contiguous copy."""
     assert _LIB is not None
+    _require(y.dtype == F32, "sigmoid")
     flat = y if y.flags.c_contiguous else np.copy(y, order="C")
     _LIB.wk_sigmoid(_ptr(flat), flat.size)
     if flat is not y:
@@ -158,6 +232,7 @@ def sigmoid_inplace(y: np.ndarray) -> None:
 def activation(x: np.ndarray, act: int, lo: float = 0.0, hi: float = 0.0) -> np.ndarray:
     """A new float32 array act(x) (ACT_CLAMP with [lo, hi], ACT_HARD_SWISH), same shape as x."""
     assert _LIB is not None
+    _require(x.dtype == F32 and act in (ACT_NONE, ACT_CLAMP, ACT_HARD_SWISH), "activation")
     src = x if x.flags.c_contiguous else np.copy(x, order="C")  # (ascontiguousarray makes rank 0 rank 1)
     y = np.empty(src.shape, F32)
     _LIB.wk_activation(_ptr(src), _ptr(y), src.size, act, lo, hi)

@@ -12,7 +12,16 @@
  * Rules: no libc (freestanding, nothing allocated here: every buffer comes from NumPy), float32 only,
  * plain multiply then add (wasm SIMD128 has no fused multiply-add, so results do not depend on contraction),
  * and the same post-op arithmetic as py_core/compiler/kernels.py so fused and unfused graphs round alike.
+ *
+ * Indices: every count, stride, geometry value and offset is an i64 (64 bits in both builds; `long` is 32 bits
+ * in wasm32), so padding or dilations near 2^32 give exact coordinates, and a coordinate is compared with the
+ * input's bounds before it becomes an address.  py_core/kernels/native/__init__.py checks once, where the C
+ * kernel is chosen, that every value and every coordinate formed here stays below 2^62 (no i64 overflow); the
+ * build adds -fwrapv anyway, so no overflow is undefined behaviour the optimiser could use to drop a check.
  */
+
+typedef long long i64;
+_Static_assert(sizeof(i64) == 8, "i64 must be 64 bits");
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -75,28 +84,28 @@ typedef struct {
   float lo, hi;
 } epilogue;
 
-static inline v4 bias4(const epilogue *e, int i, int j) {
+static inline v4 bias4(const epilogue *e, i64 i, i64 j) {
   if (e->bias_mode == BIAS_PER_ROW) return splat(e->bias[i]);
   if (e->bias_mode == BIAS_PER_COL) return ld(e->bias + j);
   return zero4();
 }
 
-static inline float bias1(const epilogue *e, int i, int j) {
+static inline float bias1(const epilogue *e, i64 i, i64 j) {
   if (e->bias_mode == BIAS_PER_ROW) return e->bias[i];
   if (e->bias_mode == BIAS_PER_COL) return e->bias[j];
   return 0.0f;
 }
 
-static inline void out4(const epilogue *e, float *c, int i, int j, v4 acc) {
+static inline void out4(const epilogue *e, float *c, i64 i, i64 j, v4 acc) {
   st(c, act4(acc + bias4(e, i, j), e->act, e->lo, e->hi));
 }
 
-static void tile_4x8(int K, const float *a, int ar, int ak, const float *b, int ldb, float *c, int ldc,
-                     const epilogue *e, int i, int j) {
+static void tile_4x8(i64 K, const float *a, i64 ar, i64 ak, const float *b, i64 ldb, float *c, i64 ldc,
+                     const epilogue *e, i64 i, i64 j) {
   v4 c00 = zero4(), c01 = zero4(), c10 = zero4(), c11 = zero4();
   v4 c20 = zero4(), c21 = zero4(), c30 = zero4(), c31 = zero4();
   const float *a0 = a, *a1 = a + ar, *a2 = a + 2 * ar, *a3 = a + 3 * ar;
-  for (int k = 0; k < K; k++) {
+  for (i64 k = 0; k < K; k++) {
     v4 b0 = ld(b), b1 = ld(b + 4);
     v4 x;
     x = splat(a0[0]); c00 += x * b0; c01 += x * b1;
@@ -112,10 +121,10 @@ static void tile_4x8(int K, const float *a, int ar, int ak, const float *b, int 
   out4(e, c + 3 * ldc, i + 3, j, c30); out4(e, c + 3 * ldc + 4, i + 3, j + 4, c31);
 }
 
-static void tile_1x8(int K, const float *a, int ak, const float *b, int ldb, float *c, const epilogue *e,
-                     int i, int j) {
+static void tile_1x8(i64 K, const float *a, i64 ak, const float *b, i64 ldb, float *c, const epilogue *e,
+                     i64 i, i64 j) {
   v4 c0 = zero4(), c1 = zero4();
-  for (int k = 0; k < K; k++) {
+  for (i64 k = 0; k < K; k++) {
     v4 x = splat(a[0]);
     c0 += x * ld(b);
     c1 += x * ld(b + 4);
@@ -126,11 +135,11 @@ static void tile_1x8(int K, const float *a, int ak, const float *b, int ldb, flo
   out4(e, c + 4, i, j + 4, c1);
 }
 
-static void tile_4x4(int K, const float *a, int ar, int ak, const float *b, int ldb, float *c, int ldc,
-                     const epilogue *e, int i, int j) {
+static void tile_4x4(i64 K, const float *a, i64 ar, i64 ak, const float *b, i64 ldb, float *c, i64 ldc,
+                     const epilogue *e, i64 i, i64 j) {
   v4 c0 = zero4(), c1 = zero4(), c2 = zero4(), c3 = zero4();
   const float *a0 = a, *a1 = a + ar, *a2 = a + 2 * ar, *a3 = a + 3 * ar;
-  for (int k = 0; k < K; k++) {
+  for (i64 k = 0; k < K; k++) {
     v4 b0 = ld(b);
     c0 += splat(a0[0]) * b0; c1 += splat(a1[0]) * b0; c2 += splat(a2[0]) * b0; c3 += splat(a3[0]) * b0;
     a0 += ak; a1 += ak; a2 += ak; a3 += ak;
@@ -140,10 +149,10 @@ static void tile_4x4(int K, const float *a, int ar, int ak, const float *b, int 
   out4(e, c + 2 * ldc, i + 2, j, c2); out4(e, c + 3 * ldc, i + 3, j, c3);
 }
 
-static void tile_1x4(int K, const float *a, int ak, const float *b, int ldb, float *c, const epilogue *e,
-                     int i, int j) {
+static void tile_1x4(i64 K, const float *a, i64 ak, const float *b, i64 ldb, float *c, const epilogue *e,
+                     i64 i, i64 j) {
   v4 c0 = zero4();
-  for (int k = 0; k < K; k++) {
+  for (i64 k = 0; k < K; k++) {
     c0 += splat(a[0]) * ld(b);
     a += ak;
     b += ldb;
@@ -151,10 +160,10 @@ static void tile_1x4(int K, const float *a, int ak, const float *b, int ldb, flo
   out4(e, c, i, j, c0);
 }
 
-static void tile_1x1(int K, const float *a, int ak, const float *b, int ldb, float *c, const epilogue *e,
-                     int i, int j) {
+static void tile_1x1(i64 K, const float *a, i64 ak, const float *b, i64 ldb, float *c, const epilogue *e,
+                     i64 i, i64 j) {
   float s = 0.0f;
-  for (int k = 0; k < K; k++) {
+  for (i64 k = 0; k < K; k++) {
     s += a[0] * b[0];
     a += ak;
     b += ldb;
@@ -163,34 +172,34 @@ static void tile_1x1(int K, const float *a, int ak, const float *b, int ldb, flo
 }
 
 /* one column strip [j, j + width) for the rows [i0, i1) */
-static void strip(int i0, int i1, int j, int width, int K, const float *A, int ar, int ak, const float *B,
-                  int ldb, float *C, int ldc, const epilogue *e) {
-  int i = i0;
+static void strip(i64 i0, i64 i1, i64 j, i64 width, i64 K, const float *A, i64 ar, i64 ak, const float *B,
+                  i64 ldb, float *C, i64 ldc, const epilogue *e) {
+  i64 i = i0;
   const float *b = B + j;
   if (width == 8) {
-    for (; i + 4 <= i1; i += 4) tile_4x8(K, A + (long)i * ar, ar, ak, b, ldb, C + (long)i * ldc + j, ldc, e, i, j);
-    for (; i < i1; i++) tile_1x8(K, A + (long)i * ar, ak, b, ldb, C + (long)i * ldc + j, e, i, j);
+    for (; i + 4 <= i1; i += 4) tile_4x8(K, A + i * ar, ar, ak, b, ldb, C + i * ldc + j, ldc, e, i, j);
+    for (; i < i1; i++) tile_1x8(K, A + i * ar, ak, b, ldb, C + i * ldc + j, e, i, j);
   } else if (width == 4) {
-    for (; i + 4 <= i1; i += 4) tile_4x4(K, A + (long)i * ar, ar, ak, b, ldb, C + (long)i * ldc + j, ldc, e, i, j);
-    for (; i < i1; i++) tile_1x4(K, A + (long)i * ar, ak, b, ldb, C + (long)i * ldc + j, e, i, j);
+    for (; i + 4 <= i1; i += 4) tile_4x4(K, A + i * ar, ar, ak, b, ldb, C + i * ldc + j, ldc, e, i, j);
+    for (; i < i1; i++) tile_1x4(K, A + i * ar, ak, b, ldb, C + i * ldc + j, e, i, j);
   } else {
-    for (; i < i1; i++) tile_1x1(K, A + (long)i * ar, ak, b, ldb, C + (long)i * ldc + j, e, i, j);
+    for (; i < i1; i++) tile_1x1(K, A + i * ar, ak, b, ldb, C + i * ldc + j, e, i, j);
   }
 }
 
-static int strip_width(int N, int j) { return N - j >= 8 ? 8 : N - j >= 4 ? 4 : 1; }
+static i64 strip_width(i64 N, i64 j) { return N - j >= 8 ? 8 : N - j >= 4 ? 4 : 1; }
 
 /* Rows in blocks of 64 so a block of A (64 x K) stays in cache while every column strip of B passes by;
  * when B is the small operand (K x N under 64 K floats), each strip of B stays in cache instead. */
 #define ROW_BLOCK 64
 
-EXPORT void wk_sgemm(int M, int N, int K, const float *A, int ar, int ak, const float *B, int ldb, float *C,
-                     int ldc, const float *bias, int bias_mode, int act, float lo, float hi) {
+EXPORT void wk_sgemm(i64 M, i64 N, i64 K, const float *A, i64 ar, i64 ak, const float *B, i64 ldb, float *C,
+                     i64 ldc, const float *bias, int bias_mode, int act, float lo, float hi) {
   epilogue e = {bias, bias_mode, act, lo, hi};
-  for (int i0 = 0; i0 < M; i0 += ROW_BLOCK) {
-    int i1 = i0 + ROW_BLOCK < M ? i0 + ROW_BLOCK : M;
-    for (int j = 0; j < N;) {
-      int w = strip_width(N, j);
+  for (i64 i0 = 0; i0 < M; i0 += ROW_BLOCK) {
+    i64 i1 = i0 + ROW_BLOCK < M ? i0 + ROW_BLOCK : M;
+    for (i64 j = 0; j < N;) {
+      i64 w = strip_width(N, j);
       strip(i0, i1, j, w, K, A, ar, ak, B, ldb, C, ldc, &e);
       j += w;
     }
@@ -203,20 +212,20 @@ EXPORT void wk_sgemm(int M, int N, int K, const float *A, int ar, int ak, const 
  * NCHW: cols[c, i, j, oh, ow] for image n (one row per tap: [O, C*KH*KW] x [C*KH*KW, OH*OW]).
  */
 
-EXPORT void wk_im2col_nhwc(int N, int H, int W, int C, const float *x, int KH, int KW, int sh, int sw, int dh,
-                           int dw, int pt, int pl, int OH, int OW, float *cols) {
-  for (int n = 0; n < N; n++)
-    for (int oh = 0; oh < OH; oh++)
-      for (int ow = 0; ow < OW; ow++)
-        for (int i = 0; i < KH; i++) {
-          int ih = oh * sh - pt + i * dh;
-          for (int j = 0; j < KW; j++) {
-            int iw = ow * sw - pl + j * dw;
+EXPORT void wk_im2col_nhwc(i64 N, i64 H, i64 W, i64 C, const float *x, i64 KH, i64 KW, i64 sh, i64 sw, i64 dh,
+                           i64 dw, i64 pt, i64 pl, i64 OH, i64 OW, float *cols) {
+  for (i64 n = 0; n < N; n++)
+    for (i64 oh = 0; oh < OH; oh++)
+      for (i64 ow = 0; ow < OW; ow++)
+        for (i64 i = 0; i < KH; i++) {
+          i64 ih = oh * sh - pt + i * dh;
+          for (i64 j = 0; j < KW; j++) {
+            i64 iw = ow * sw - pl + j * dw;
             if (ih < 0 || ih >= H || iw < 0 || iw >= W) {
-              for (int c = 0; c < C; c++) cols[c] = 0.0f;
+              for (i64 c = 0; c < C; c++) cols[c] = 0.0f;
             } else {
-              const float *src = x + (((long)n * H + ih) * W + iw) * C;
-              int c = 0;
+              const float *src = x + ((n * H + ih) * W + iw) * C;
+              i64 c = 0;
               for (; c + 4 <= C; c += 4) st(cols + c, ld(src + c));
               for (; c < C; c++) cols[c] = src[c];
             }
@@ -225,21 +234,21 @@ EXPORT void wk_im2col_nhwc(int N, int H, int W, int C, const float *x, int KH, i
         }
 }
 
-EXPORT void wk_im2col_nchw(int C, int H, int W, const float *x, int KH, int KW, int sh, int sw, int dh,
-                           int dw, int pt, int pl, int OH, int OW, float *cols) {
-  for (int c = 0; c < C; c++)
-    for (int i = 0; i < KH; i++)
-      for (int j = 0; j < KW; j++)
-        for (int oh = 0; oh < OH; oh++) {
-          int ih = oh * sh - pt + i * dh;
-          float *row = cols + (((long)(c * KH + i) * KW + j) * OH + oh) * OW;
+EXPORT void wk_im2col_nchw(i64 C, i64 H, i64 W, const float *x, i64 KH, i64 KW, i64 sh, i64 sw, i64 dh,
+                           i64 dw, i64 pt, i64 pl, i64 OH, i64 OW, float *cols) {
+  for (i64 c = 0; c < C; c++)
+    for (i64 i = 0; i < KH; i++)
+      for (i64 j = 0; j < KW; j++)
+        for (i64 oh = 0; oh < OH; oh++) {
+          i64 ih = oh * sh - pt + i * dh;
+          float *row = cols + (((c * KH + i) * KW + j) * OH + oh) * OW;
           if (ih < 0 || ih >= H) {
-            for (int ow = 0; ow < OW; ow++) row[ow] = 0.0f;
+            for (i64 ow = 0; ow < OW; ow++) row[ow] = 0.0f;
             continue;
           }
-          const float *src = x + ((long)c * H + ih) * W;
-          for (int ow = 0; ow < OW; ow++) {
-            int iw = ow * sw - pl + j * dw;
+          const float *src = x + (c * H + ih) * W;
+          for (i64 ow = 0; ow < OW; ow++) {
+            i64 iw = ow * sw - pl + j * dw;
             row[ow] = (iw >= 0 && iw < W) ? src[iw] : 0.0f;
           }
         }
@@ -250,24 +259,24 @@ EXPORT void wk_im2col_nchw(int C, int H, int W, const float *x, int KH, int KW, 
  */
 
 /* NHWC: per output pixel, the channels in vectors; taps outside the input are skipped (zero padding). */
-EXPORT void wk_depthwise_nhwc(int N, int H, int W, int C, const float *x, int KH, int KW, const float *w,
-                              int sh, int sw, int dh, int dw, int pt, int pl, int OH, int OW, float *y,
+EXPORT void wk_depthwise_nhwc(i64 N, i64 H, i64 W, i64 C, const float *x, i64 KH, i64 KW, const float *w,
+                              i64 sh, i64 sw, i64 dh, i64 dw, i64 pt, i64 pl, i64 OH, i64 OW, float *y,
                               const float *bias, int act, float lo, float hi) {
-  for (int n = 0; n < N; n++)
-    for (int oh = 0; oh < OH; oh++)
-      for (int ow = 0; ow < OW; ow++) {
-        float *out = y + (((long)n * OH + oh) * OW + ow) * C;
-        int c = 0;
+  for (i64 n = 0; n < N; n++)
+    for (i64 oh = 0; oh < OH; oh++)
+      for (i64 ow = 0; ow < OW; ow++) {
+        float *out = y + ((n * OH + oh) * OW + ow) * C;
+        i64 c = 0;
         for (; c + 8 <= C; c += 8) {
           v4 s0 = zero4(), s1 = zero4();
-          for (int i = 0; i < KH; i++) {
-            int ih = oh * sh - pt + i * dh;
+          for (i64 i = 0; i < KH; i++) {
+            i64 ih = oh * sh - pt + i * dh;
             if (ih < 0 || ih >= H) continue;
-            for (int j = 0; j < KW; j++) {
-              int iw = ow * sw - pl + j * dw;
+            for (i64 j = 0; j < KW; j++) {
+              i64 iw = ow * sw - pl + j * dw;
               if (iw < 0 || iw >= W) continue;
-              const float *src = x + (((long)n * H + ih) * W + iw) * C + c;
-              const float *tap = w + ((long)i * KW + j) * C + c;
+              const float *src = x + ((n * H + ih) * W + iw) * C + c;
+              const float *tap = w + (i * KW + j) * C + c;
               s0 += ld(src) * ld(tap);
               s1 += ld(src + 4) * ld(tap + 4);
             }
@@ -281,13 +290,13 @@ EXPORT void wk_depthwise_nhwc(int N, int H, int W, int C, const float *x, int KH
         }
         for (; c < C; c++) {
           float s = 0.0f;
-          for (int i = 0; i < KH; i++) {
-            int ih = oh * sh - pt + i * dh;
+          for (i64 i = 0; i < KH; i++) {
+            i64 ih = oh * sh - pt + i * dh;
             if (ih < 0 || ih >= H) continue;
-            for (int j = 0; j < KW; j++) {
-              int iw = ow * sw - pl + j * dw;
+            for (i64 j = 0; j < KW; j++) {
+              i64 iw = ow * sw - pl + j * dw;
               if (iw < 0 || iw >= W) continue;
-              s += x[(((long)n * H + ih) * W + iw) * C + c] * w[((long)i * KW + j) * C + c];
+              s += x[((n * H + ih) * W + iw) * C + c] * w[(i * KW + j) * C + c];
             }
           }
           out[c] = act1(s + (bias ? bias[c] : 0.0f), act, lo, hi);
@@ -302,23 +311,23 @@ EXPORT void wk_depthwise_nhwc(int N, int H, int W, int C, const float *x, int KH
 #endif
 
 /* four outputs' inputs along a row: p[0], p[s], p[2s], p[3s] (stride 2 reads p[0..7]) */
-static inline v4 ld_strided(const float *p, int s) {
+static inline v4 ld_strided(const float *p, i64 s) {
   if (s == 1) return ld(p);
   if (s == 2) return EVEN_LANES(ld(p), ld(p + 4));
   return (v4){p[0], p[s], p[2 * s], p[3 * s]};
 }
 
 /* one output of a channel plane with every tap checked against the borders (zero padding) */
-static inline float dw_point(const float *plane, int H, int W, const float *taps, int KH, int KW, int ih0, int iw0,
-                             int dh, int dw) {
+static inline float dw_point(const float *plane, i64 H, i64 W, const float *taps, i64 KH, i64 KW, i64 ih0, i64 iw0,
+                             i64 dh, i64 dw) {
   float s = 0.0f;
-  for (int i = 0; i < KH; i++) {
-    int ih = ih0 + i * dh;
+  for (i64 i = 0; i < KH; i++) {
+    i64 ih = ih0 + i * dh;
     if (ih < 0 || ih >= H) continue;
-    for (int j = 0; j < KW; j++) {
-      int iw = iw0 + j * dw;
+    for (i64 j = 0; j < KW; j++) {
+      i64 iw = iw0 + j * dw;
       if (iw < 0 || iw >= W) continue;
-      s += plane[(long)ih * W + iw] * taps[i * KW + j];
+      s += plane[ih * W + iw] * taps[i * KW + j];
     }
   }
   return s;
@@ -326,31 +335,31 @@ static inline float dw_point(const float *plane, int H, int W, const float *taps
 
 /* NCHW: per channel plane and output row, four outputs at a time in a register, the taps of the rows inside
  * the input summed in (i, j) order (as the NHWC kernel); the columns near the borders one at a time. */
-EXPORT void wk_depthwise_nchw(int N, int C, int H, int W, const float *x, int KH, int KW, const float *w,
-                              int sh, int sw, int dh, int dw, int pt, int pl, int OH, int OW, float *y,
+EXPORT void wk_depthwise_nchw(i64 N, i64 C, i64 H, i64 W, const float *x, i64 KH, i64 KW, const float *w,
+                              i64 sh, i64 sw, i64 dh, i64 dw, i64 pt, i64 pl, i64 OH, i64 OW, float *y,
                               const float *bias, int act, float lo, float hi) {
   /* vector columns: ow * sw - pl >= 0 for the first tap, and the last tap's last read inside the row */
-  int v_lo = (pl + sw - 1) / sw;
-  int last_read = (KW - 1) * dw - pl + (sw == 2 ? 1 : 0); /* + (ow + 3) * sw <= W - 1 */
-  int v_hi = (W - 1 - last_read) >= 0 ? (W - 1 - last_read) / sw - 3 : -1; /* last vector start, inclusive */
-  for (int n = 0; n < N; n++)
-    for (int c = 0; c < C; c++) {
-      const float *plane = x + ((long)n * C + c) * H * W;
-      const float *taps = w + (long)c * KH * KW;
+  i64 v_lo = (pl + sw - 1) / sw;
+  i64 last_read = (KW - 1) * dw - pl + (sw == 2 ? 1 : 0); /* + (ow + 3) * sw <= W - 1 */
+  i64 v_hi = (W - 1 - last_read) >= 0 ? (W - 1 - last_read) / sw - 3 : -1; /* last vector start, inclusive */
+  for (i64 n = 0; n < N; n++)
+    for (i64 c = 0; c < C; c++) {
+      const float *plane = x + (n * C + c) * H * W;
+      const float *taps = w + c * KH * KW;
       float b = bias ? bias[c] : 0.0f;
-      for (int oh = 0; oh < OH; oh++) {
-        float *row = y + (((long)n * C + c) * OH + oh) * OW;
-        int ih0 = oh * sh - pt;
-        int ow = 0;
+      for (i64 oh = 0; oh < OH; oh++) {
+        float *row = y + ((n * C + c) * OH + oh) * OW;
+        i64 ih0 = oh * sh - pt;
+        i64 ow = 0;
         for (; ow < OW && ow < v_lo; ow++)
           row[ow] = act1(dw_point(plane, H, W, taps, KH, KW, ih0, ow * sw - pl, dh, dw) + b, act, lo, hi);
         for (; ow <= v_hi && ow + 4 <= OW; ow += 4) {
           v4 acc = zero4();
-          for (int i = 0; i < KH; i++) {
-            int ih = ih0 + i * dh;
+          for (i64 i = 0; i < KH; i++) {
+            i64 ih = ih0 + i * dh;
             if (ih < 0 || ih >= H) continue;
-            const float *src = plane + (long)ih * W + ow * sw - pl;
-            for (int j = 0; j < KW; j++) acc += ld_strided(src + j * dw, sw) * splat(taps[i * KW + j]);
+            const float *src = plane + (ih * W + ow * sw - pl); /* one offset: every partial sum is in bounds */
+            for (i64 j = 0; j < KW; j++) acc += ld_strided(src + j * dw, sw) * splat(taps[i * KW + j]);
           }
           st(row + ow, act4(acc + splat(b), act, lo, hi));
         }
@@ -365,19 +374,19 @@ EXPORT void wk_depthwise_nchw(int N, int C, int H, int W, const float *x, int KH
  * inner 1).  Source rows/columns and their weights come from py_core/kernels/pooling.py, so the arithmetic is
  * the reference's separable blend, in its order: along H first (v = a*(1-ty) + b*ty), then along W.
  */
-EXPORT void wk_resample_linear(int outer, int H, int W, int inner, const float *x, int OH, int OW,
+EXPORT void wk_resample_linear(i64 outer, i64 H, i64 W, i64 inner, const float *x, i64 OH, i64 OW,
                                const int *y0, const int *y1, const float *wy0, const float *wy1, const int *x0,
                                const int *x1, const float *wx0, const float *wx1, float *y) {
-  for (int o = 0; o < outer; o++) {
-    const float *plane = x + (long)o * H * W * inner;
-    for (int oy = 0; oy < OH; oy++) {
-      const float *r0 = plane + (long)y0[oy] * W * inner, *r1 = plane + (long)y1[oy] * W * inner;
+  for (i64 o = 0; o < outer; o++) {
+    const float *plane = x + o * H * W * inner;
+    for (i64 oy = 0; oy < OH; oy++) {
+      const float *r0 = plane + y0[oy] * W * inner, *r1 = plane + y1[oy] * W * inner;
       float a = wy0[oy], b = wy1[oy];
-      for (int ox = 0; ox < OW; ox++) {
-        const float *p00 = r0 + (long)x0[ox] * inner, *p10 = r1 + (long)x0[ox] * inner;
-        const float *p01 = r0 + (long)x1[ox] * inner, *p11 = r1 + (long)x1[ox] * inner;
+      for (i64 ox = 0; ox < OW; ox++) {
+        const float *p00 = r0 + x0[ox] * inner, *p10 = r1 + x0[ox] * inner;
+        const float *p01 = r0 + x1[ox] * inner, *p11 = r1 + x1[ox] * inner;
         float c = wx0[ox], d = wx1[ox];
-        int k = 0;
+        i64 k = 0;
         if (inner >= 4) {
           v4 va = splat(a), vb = splat(b), vc = splat(c), vd = splat(d);
           for (; k + 4 <= inner; k += 4) {
@@ -451,14 +460,14 @@ static inline v4 sigmoid4(v4 x) {
   return blend(y, zero4(), tiny & ~band);
 }
 
-EXPORT void wk_sigmoid(float *y, long count) {
-  long i = 0;
+EXPORT void wk_sigmoid(float *y, i64 count) {
+  i64 i = 0;
   for (; i + 4 <= count; i += 4) st(y + i, sigmoid4(ld(y + i)));
   if (i < count) {
     float tail[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (long k = i; k < count; k++) tail[k - i] = y[k];
+    for (i64 k = i; k < count; k++) tail[k - i] = y[k];
     v4 v = sigmoid4(ld(tail));
-    for (long k = i; k < count; k++) y[k] = v[k - i];
+    for (i64 k = i; k < count; k++) y[k] = v[k - i];
   }
 }
 
@@ -466,8 +475,8 @@ EXPORT void wk_sigmoid(float *y, long count) {
  * y = act(x) element-wise (relu and clamp as ACT_CLAMP, hardSwish): the standalone operators, same arithmetic
  * as the fused store above.
  */
-EXPORT void wk_activation(const float *x, float *y, long count, int act, float lo, float hi) {
-  long i = 0;
+EXPORT void wk_activation(const float *x, float *y, i64 count, int act, float lo, float hi) {
+  i64 i = 0;
   for (; i + 4 <= count; i += 4) st(y + i, act4(ld(x + i), act, lo, hi));
   for (; i < count; i++) y[i] = act1(x[i], act, lo, hi);
 }

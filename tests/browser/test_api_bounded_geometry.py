@@ -10,44 +10,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from pages import RUN_ONE_OP_JS as RUN_JS
 
 pytestmark = pytest.mark.browser
-
-# Runs one single-operator graph; the filter is a graph input or a constant.  Resolves to {y} or {error}.
-RUN_JS = r"""
-async ({op, x, xShape, w, wShape, bias, options, constantFilter, label}) => {
-  const P = webnnPolyfill;
-  const ctx = window.__boundedCtx || (window.__boundedCtx = await P.ml.createContext());
-  const b = new P.MLGraphBuilder(ctx);
-  const f32 = (shape) => ({dataType: 'float32', shape});
-  try {
-    const input = b.input('x', f32(xShape));
-    let out;
-    if (w === null) {  // a pool: no filter
-      out = b[op](input, {...options, label});
-    } else {
-      const filter = constantFilter ? b.constant(f32(wShape), new Float32Array(w)) : b.input('w', f32(wShape));
-      const biasOp = b.constant(f32([bias.length]), new Float32Array(bias));
-      out = b[op](input, filter, {...options, bias: biasOp, label});
-    }
-    const graph = await b.build({y: out});
-    const xt = await ctx.createTensor({...f32(xShape), writable: true});
-    const yt = await ctx.createTensor({...f32(out.shape), readable: true});
-    ctx.writeTensor(xt, new Float32Array(x));
-    const inputs = {x: xt};
-    if (w !== null && !constantFilter) {
-      inputs.w = await ctx.createTensor({...f32(wShape), writable: true});
-      ctx.writeTensor(inputs.w, new Float32Array(w));
-    }
-    const t0 = performance.now();
-    ctx.dispatch(graph, inputs, {y: yt});
-    const y = Array.from(new Float32Array(await ctx.readTensor(yt)));
-    return {y, shape: out.shape, ms: performance.now() - t0};
-  } catch (e) {
-    return {error: {name: e.name, message: e.message}};
-  }
-}
-"""
 
 X = (np.arange(25, dtype=np.float32) + 1).reshape(1, 1, 5, 5)
 W = (np.arange(9, dtype=np.float32) + 1).reshape(1, 1, 3, 3)
