@@ -4,6 +4,7 @@ per browser shared by the tests that allow it."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -30,26 +31,34 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any], browser_n
     return launch_args(browser_name, base=browser_type_launch_args)
 
 
+@contextmanager
+def booted_page(browser: Any, url: str, boot_js: str) -> Iterator[Any]:
+    """A page at url in a fresh context of `browser`, after boot_js ran; its page errors in `webnn_errors`."""
+    context = browser.new_context()
+    page, errors = open_page(context, url, BOOT_TIMEOUT_MS)
+    page.evaluate(boot_js)
+    page.webnn_errors = errors  # type: ignore[attr-defined]
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+POLYFILL_BOOT = "async () => { window.__ctx = await navigator.ml.createContext(); }"
+
+
 @pytest.fixture(scope="session")
 def webnn_page(browser: Any, dev_server: str) -> Iterator[Any]:
     """A page of the dev server with the polyfill booted once (createContext done), shared per browser."""
-    context = browser.new_context()
-    page, errors = open_page(context, f"{dev_server}/test/smoke.html", BOOT_TIMEOUT_MS)
-    page.evaluate("async () => { window.__ctx = await navigator.ml.createContext(); }")
-    page.webnn_errors = errors  # type: ignore[attr-defined]
-    yield page
-    context.close()
+    with booted_page(browser, f"{dev_server}/test/smoke.html", POLYFILL_BOOT) as page:
+        yield page
 
 
 @pytest.fixture(scope="session")
 def webnn_strict_page(browser: Any, dev_server: str) -> Iterator[Any]:
     """Like webnn_page, with the polyfill in strict mode (data-strict: the draft's behaviour, not Chromium's)."""
-    context = browser.new_context()
-    page, errors = open_page(context, f"{dev_server}/test/strict.html", BOOT_TIMEOUT_MS)
-    page.evaluate("async () => { window.__ctx = await navigator.ml.createContext(); }")
-    page.webnn_errors = errors  # type: ignore[attr-defined]
-    yield page
-    context.close()
+    with booted_page(browser, f"{dev_server}/test/strict.html", POLYFILL_BOOT) as page:
+        yield page
 
 
 @pytest.fixture(scope="session")
@@ -69,13 +78,10 @@ def native_chromium_browser(playwright: Any) -> Iterator[Any]:
 def native_webnn_page(native_chromium_browser: Any, dev_server: str) -> Iterator[Any]:
     """One page of the npm Chromium with both implementations ready, shared by every native comparison:
     `window.__ctx` a polyfill context, `window.__nctx` a native one (MLGraphBuilder is the native builder)."""
-    context = native_chromium_browser.new_context()
-    page, errors = open_page(context, f"{dev_server}/test/smoke.html", BOOT_TIMEOUT_MS)
-    page.evaluate("async () => { window.__ctx = await webnnPolyfill.ml.createContext();"
-                  " window.__nctx = await navigator.ml.createContext(); }")
-    page.webnn_errors = errors  # type: ignore[attr-defined]
-    yield page
-    context.close()
+    boot = ("async () => { window.__ctx = await webnnPolyfill.ml.createContext();"
+            " window.__nctx = await navigator.ml.createContext(); }")
+    with booted_page(native_chromium_browser, f"{dev_server}/test/smoke.html", boot) as page:
+        yield page
 
 
 @pytest.fixture(scope="session")
