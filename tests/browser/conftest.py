@@ -3,10 +3,8 @@ per browser shared by the tests that allow it."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator
-from pathlib import Path
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -14,6 +12,7 @@ from pages import open_page
 
 from web.bench.session import dev_server as serve_dev_server
 from web.browsers import launch_args, native_chromium_launch_args
+from web.scripts import load_script
 
 # One test graph run plus Pyodide boot stays well under this; a hang fails instead of stalling CI.
 BOOT_TIMEOUT_MS = 120_000
@@ -32,26 +31,34 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any], browser_n
     return launch_args(browser_name, base=browser_type_launch_args)
 
 
+@contextmanager
+def booted_page(browser: Any, url: str, boot_js: str) -> Iterator[Any]:
+    """A page at url in a fresh context of `browser`, after boot_js ran; its page errors in `webnn_errors`."""
+    context = browser.new_context()
+    page, errors = open_page(context, url, BOOT_TIMEOUT_MS)
+    page.evaluate(boot_js)
+    page.webnn_errors = errors  # type: ignore[attr-defined]
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+POLYFILL_BOOT = "async () => { window.__ctx = await navigator.ml.createContext(); }"
+
+
 @pytest.fixture(scope="session")
 def webnn_page(browser: Any, dev_server: str) -> Iterator[Any]:
     """A page of the dev server with the polyfill booted once (createContext done), shared per browser."""
-    context = browser.new_context()
-    page, errors = open_page(context, f"{dev_server}/test/smoke.html", BOOT_TIMEOUT_MS)
-    page.evaluate("async () => { window.__ctx = await navigator.ml.createContext(); }")
-    page.webnn_errors = errors  # type: ignore[attr-defined]
-    yield page
-    context.close()
+    with booted_page(browser, f"{dev_server}/test/smoke.html", POLYFILL_BOOT) as page:
+        yield page
 
 
 @pytest.fixture(scope="session")
 def webnn_strict_page(browser: Any, dev_server: str) -> Iterator[Any]:
     """Like webnn_page, with the polyfill in strict mode (data-strict: the draft's behaviour, not Chromium's)."""
-    context = browser.new_context()
-    page, errors = open_page(context, f"{dev_server}/test/strict.html", BOOT_TIMEOUT_MS)
-    page.evaluate("async () => { window.__ctx = await navigator.ml.createContext(); }")
-    page.webnn_errors = errors  # type: ignore[attr-defined]
-    yield page
-    context.close()
+    with booted_page(browser, f"{dev_server}/test/strict.html", POLYFILL_BOOT) as page:
+        yield page
 
 
 @pytest.fixture(scope="session")
@@ -71,13 +78,10 @@ def native_chromium_browser(playwright: Any) -> Iterator[Any]:
 def native_webnn_page(native_chromium_browser: Any, dev_server: str) -> Iterator[Any]:
     """One page of the npm Chromium with both implementations ready, shared by every native comparison:
     `window.__ctx` a polyfill context, `window.__nctx` a native one (MLGraphBuilder is the native builder)."""
-    context = native_chromium_browser.new_context()
-    page, errors = open_page(context, f"{dev_server}/test/smoke.html", BOOT_TIMEOUT_MS)
-    page.evaluate("async () => { window.__ctx = await webnnPolyfill.ml.createContext();"
-                  " window.__nctx = await navigator.ml.createContext(); }")
-    page.webnn_errors = errors  # type: ignore[attr-defined]
-    yield page
-    context.close()
+    boot = ("async () => { window.__ctx = await webnnPolyfill.ml.createContext();"
+            " window.__nctx = await navigator.ml.createContext(); }")
+    with booted_page(native_chromium_browser, f"{dev_server}/test/smoke.html", boot) as page:
+        yield page
 
 
 @pytest.fixture(scope="session")
@@ -86,10 +90,5 @@ def client_models() -> dict[str, Any]:
     kept between sessions; the dev server serves them at /clients/models/<name>.onnx."""
     pytest.importorskip("torch")
     pytest.importorskip("onnx")
-    root = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location("webnn_scripts_client_models", root / "scripts" / "client_models.py")
-    assert spec is not None and spec.loader is not None
-    module = sys.modules.setdefault("webnn_scripts_client_models", importlib.util.module_from_spec(spec))
-    spec.loader.exec_module(module)
-    models: dict[str, Any] = module.generate()["models"]
+    models: dict[str, Any] = load_script("client_models").generate()["models"]
     return models
