@@ -31,6 +31,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+# the cache root, chunked hashing: one home in fetch_assets.py beside this file (found also when loaded by path)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fetch_assets import CHUNK, default_cache_root, sha256_file  # noqa: E402
+
 PACKAGE = "@sparticuz/chromium"
 VERSION = "153.0.0"
 NPM_SPEC = f"{PACKAGE}@{VERSION}"
@@ -42,7 +46,6 @@ BINARY = "chromium"
 SWIFTSHADER = ("libEGL.so", "libGLESv2.so", "libvk_swiftshader.so", "libvulkan.so.1", "vk_swiftshader_icd.json")
 MANIFEST = "manifest.json"
 STATUS = "status.json"
-CHUNK = 1 << 20
 # Decompress one brotli file to another with Node's zlib (no brotli tool or Python module needed).
 UNBROTLI_JS = (
     "const fs = require('fs'), zlib = require('zlib');"
@@ -53,12 +56,6 @@ UNBROTLI_JS = (
 
 class Unavailable(RuntimeError):
     """This machine cannot get the native Chromium; the message says why."""
-
-
-def default_cache_root() -> Path:
-    """The cache root shared with scripts/fetch_assets.py: $PYODIDE_WEBNN_CACHE or ~/.cache/pyodide-webnn."""
-    env = os.environ.get("PYODIDE_WEBNN_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "pyodide-webnn"
 
 
 def install_dir(cache_root: Path | None = None) -> Path:
@@ -78,15 +75,6 @@ def sri_sha512(path: Path) -> str:
         while chunk := fh.read(CHUNK):
             digest.update(chunk)
     return "sha512-" + base64.b64encode(digest.digest()).decode()
-
-
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file, read in chunks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def check_platform() -> None:

@@ -201,11 +201,7 @@ class Runner:
         if case.id not in self._wires:
             self._wires = {case.id: wire_case(case).to_json()}  # one case at a time is enough to memoize
         raw = session.run(self._wires[case.id], item.impl, item.variant, VARIANTS[item.variant], self.repeat)
-        result.timings = raw.get("timings", {})
-        if raw.get("status") != "ok":
-            err = raw.get("error") or {}
-            result.status = UNSUPPORTED if _unsupported(err) else ERROR
-            result.errors = [f"{raw.get('stage', '?')}: {err.get('name', 'Error')}: {err.get('message', '')}"]
+        if _failed(raw, result):
             return result, {}
         outputs, shapes = decode_outputs(raw["outputs"])
         result.truncated = [n for n, o in raw["outputs"].items() if o.get("truncated")]
@@ -217,11 +213,7 @@ class Runner:
         """A framework case through its client in the page (web/pages/clients/clients.js)."""
         assert item.case.client is not None
         raw = session.run_client(item.case.client, item.impl, VARIANTS[item.variant], self.repeat)
-        result.timings = raw.get("timings", {})
-        if raw.get("status") != "ok":
-            err = raw.get("error") or {}
-            result.status = UNSUPPORTED if _unsupported(err) else ERROR
-            result.errors = [f"{raw.get('stage', '?')}: {err.get('name', 'Error')}: {err.get('message', '')}"]
+        if _failed(raw, result):
             return result, {}
         outputs, shapes = decode_outputs(raw["outputs"])
         return self._judge(item.case, result, outputs, shapes), outputs
@@ -256,3 +248,14 @@ class Runner:
         result.tolerance = check.tolerance.to_json() if check.tolerance else {}
         result.expected = source
         return result
+
+
+def _failed(raw: dict[str, Any], result: Result) -> bool:
+    """Copy a page run's timings into result; when the run failed, also its status and error line (True)."""
+    result.timings = raw.get("timings", {})
+    if raw.get("status") == "ok":
+        return False
+    err = raw.get("error") or {}
+    result.status = UNSUPPORTED if _unsupported(err) else ERROR
+    result.errors = [f"{raw.get('stage', '?')}: {err.get('name', 'Error')}: {err.get('message', '')}"]
+    return True

@@ -249,33 +249,9 @@ class BrowserSession:
         self, wire: Mapping[str, Any], impl: str, variant: str, options: Mapping[str, Any], repeat: int
     ) -> dict[str, Any]:
         """webnnBench.run in the page; a crashed or hung page is reopened and the failure returned as data."""
-        try:
-            return dict(
-                self.page.evaluate(
-                    "async ([wire, o]) => await webnnBench.run(wire, o)",
-                    [
-                        dict(wire),
-                        {
-                            "impl": impl,
-                            "variant": {"name": variant, "options": dict(options)},
-                            "repeat": repeat,
-                            "timeoutMs": self.timeout_ms,
-                        },
-                    ],
-                )
-            )
-        except Exception as e:  # noqa: BLE001 - Playwright errors: crash, timeout, closed page
-            message = str(e).splitlines()[0] if str(e) else type(e).__name__
-            try:
-                self.open_page()
-            except Exception:  # noqa: BLE001
-                pass
-            return {
-                "status": "error",
-                "stage": "page",
-                "error": {"name": type(e).__name__, "message": message},
-                "timings": {},
-            }
+        run_options = {"impl": impl, "variant": {"name": variant, "options": dict(options)}, "repeat": repeat,
+                       "timeoutMs": self.timeout_ms}
+        return self._evaluate("async ([wire, o]) => await webnnBench.run(wire, o)", [dict(wire), run_options])
 
     def run_client(
         self, client: Mapping[str, Any], impl: str, options: Mapping[str, Any], repeat: int
@@ -289,13 +265,14 @@ class BrowserSession:
             self.context.route(f"**{client['url']}", _fulfil_with(body, headers))
             self._served.add(client["url"])
         spec = {k: client[k] for k in ("kind", "url", "inputs", "outputs")}
+        run_options = {"impl": impl, "options": dict(options), "repeat": repeat, "timeoutMs": self.timeout_ms}
+        return self._evaluate("async ([spec, o]) => await webnnBench.runClient(spec, o)", [spec, run_options])
+
+    def _evaluate(self, js: str, arg: Any) -> dict[str, Any]:
+        """page.evaluate(js, arg) as a result dict; a Playwright error (crash, timeout, closed page) reopens the
+        page and comes back as a 'page' stage error."""
         try:
-            return dict(
-                self.page.evaluate(
-                    "async ([spec, o]) => await webnnBench.runClient(spec, o)",
-                    [spec, {"impl": impl, "options": dict(options), "repeat": repeat, "timeoutMs": self.timeout_ms}],
-                )
-            )
+            return dict(self.page.evaluate(js, arg))
         except Exception as e:  # noqa: BLE001 - Playwright errors: crash, timeout, closed page
             message = str(e).splitlines()[0] if str(e) else type(e).__name__
             try:
