@@ -25,7 +25,7 @@ def test_tiny_cnn_on_every_implementation(webnn_compare: Any, webnn_target: Any)
         if label.startswith("native"):
             assert result.status in ("pass", "unavailable"), result
     if webnn_target.id == "chromium-npm":
-        assert "native" in comparison.ran(), comparison.table()
+        assert "native:default" in comparison.ran(), comparison.table()
 
 
 def test_inline_graph_dict(webnn_compare: Any) -> None:

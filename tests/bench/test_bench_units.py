@@ -229,6 +229,36 @@ def test_float64_reference_keeps_explicit_casts() -> None:
     assert wide.outputs["m"][0] == x * x  # the float32 input widened once, the product not rounded to float32
 
 
+def test_framework_cases_run_on_the_wasm_path_too() -> None:
+    """onnx:/litert: cases: inputs fixed per case, the framework's CPython build as the expectation, and a
+    `wasm` item (the framework's own WebAssembly path) before the WebNN implementations; graph cases have none."""
+    pytest.importorskip("torch")
+    from web.bench.reference import float64_reference, reference
+    from web.bench.session import local_target
+
+    onnx, litert = cases.select("onnx:encoder,litert:face_detection_short_range")
+    assert (onnx.id, onnx.op, onnx.model) == ("onnx:encoder/encoder", "onnx:encoder", "onnx:encoder")
+    assert onnx.client is not None and onnx.client["kind"] == "onnx" and onnx.client["outputs"] == ["output"]
+    assert [i["shape"] for i in onnx.client["inputs"]] == [[1, 16, 64]]
+    assert litert.client is not None and litert.client["outputs"] == ["regressors", "classificators"]
+    assert cases.select("onnx:encoder")[0].client == onnx.client  # the same inputs every time
+    out = reference(onnx)
+    assert out.status == "ok" and out.outputs["output"].shape == (1, 16, 64)
+    assert out.outputs["output"].dtype == np.float32
+    assert float64_reference(onnx).status == "invalid"
+    assert onnx.tolerance == {"ulp": 0, "atol": pytest.approx(1e-3 * float(np.abs(out.outputs["output"]).max()))}
+    t = local_target("chromium")
+    graph = cases.select("wpt:relu@1")[0]
+    items = plan([graph, onnx], [t], expand_impls(["polyfill", "native:gpu"]))
+    assert [i.id.split("-", 1)[1] for i in items] == [
+        "wasm-onnx:encoder/encoder", f"polyfill-{graph.id}", "polyfill-onnx:encoder/encoder",
+        f"native:gpu-{graph.id}", "native:gpu-onnx:encoder/encoder", f"reference-{graph.id}",
+        "reference-onnx:encoder/encoder",
+    ]
+    with pytest.raises(ValueError, match="not a .onnx file nor a model"):
+        cases.select("onnx:nope")
+
+
 # ---------------------------------------------------------------------------------------------- targets
 
 

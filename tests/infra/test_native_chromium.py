@@ -4,10 +4,8 @@ failed setup) where it cannot be had."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
-import sys
 import time
 from pathlib import Path
 from types import ModuleType
@@ -15,19 +13,12 @@ from types import ModuleType
 import pytest
 
 from web import browsers
-
-ROOT = Path(__file__).resolve().parents[2]
+from web.scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def setup_mod() -> ModuleType:
-    path = ROOT / "scripts" / "setup_native_chromium.py"
-    spec = importlib.util.spec_from_file_location("setup_native_chromium", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["setup_native_chromium"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("setup_native_chromium")
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,8 @@ Selections (`--webnn-cases`, `python -m web.bench run --cases`), comma separated
     wpt@2, wpt:relu@1     at most N cases per operator file
     PATH                  a graph file, or every *.json graph file under a directory
     tflite:NAME+NAME      real models through py_core's TFLite loader (web/bench/models.py), or a .tflite PATH
+    onnx:NAME+NAME        an ONNX model through onnxruntime-web (web/bench/frameworks.py), or onnx:PATH.onnx
+    litert:NAME+NAME      a .tflite model through LiteRT.js (web/bench/frameworks.py), or litert:PATH.tflite
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ class BenchCase:
     tolerance: dict[str, Any] | None = None  # {"ulp": N, "atol": x}: overrides the WPT rule
     invalid: str = ""  # why the case cannot run as written (kept, reported as "invalid")
     description: str = ""
+    # a model run through a real WebNN client (web/bench/frameworks.py): {kind, path, url, inputs, outputs, ...}
+    client: dict[str, Any] | None = None
 
     @property
     def ops(self) -> list[str]:
@@ -184,6 +188,9 @@ def select(spec: str | Sequence[str], wpt_dir: str | Path | None = None) -> list
             cases = load_wpt(wpt_dir or _wpt_dir(), ops, limit)
             if ops and not cases:
                 raise ValueError(f"case selection '{part}': no WPT cases for {ops}")
+        elif part.split(":", 1)[0] in ("onnx", "litert") and ":" in part:
+            kind, names = part.split(":", 1)
+            cases = [_client_case(kind, n) for n in names.split("+")]
         elif part.startswith("tflite:") or part.endswith(".tflite"):
             cases = [
                 _model_case(n) for n in (part[len("tflite:") :].split("+") if part.startswith("tflite:") else [part])
@@ -207,6 +214,24 @@ def _model_case(name: str) -> BenchCase:
 
     data = load_model(name)
     return _graph_case(f"tflite:{data['name']}", data["name"], data["graph"], name, data)
+
+
+def _client_case(kind: str, name: str) -> BenchCase:
+    """A model through a real WebNN client: onnxruntime-web or LiteRT.js (web/bench/frameworks.py)."""
+    from web.bench.frameworks import client_spec
+
+    spec = client_spec(kind, name)
+    stem = Path(spec["path"]).stem
+    client = {"onnx": "onnxruntime-web", "litert": "LiteRT.js"}[kind]
+    return BenchCase(
+        f"{kind}:{stem}/{stem}",
+        {"inputs": {}, "operators": [], "outputs": spec["outputs"]},
+        spec["path"],
+        model=f"{kind}:{stem}",
+        tolerance={"ulp": 0, "atol": spec["atol"]},
+        description=f"{Path(spec['path']).name} through {client}",
+        client=spec,
+    )
 
 
 def _wpt_dir() -> Path:

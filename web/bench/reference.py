@@ -55,6 +55,8 @@ def run_reference(case: BenchCase, repeat: int = 3) -> Outcome:
 
     if case.invalid:
         return Outcome("invalid", error=case.invalid, stage="load")
+    if case.client is not None:
+        return _run_framework(case, repeat)
     missing = sorted({n for n in case.ops if n not in OPS})
     if missing:
         return Outcome("unsupported", error=f"operator(s) not in py_core: {', '.join(missing)}", stage="build")
@@ -87,6 +89,33 @@ def run_reference(case: BenchCase, repeat: int = 3) -> Outcome:
         return Outcome("error", error=f"{type(e).__name__}: {e}", stage=stage, timings=timings)
 
 
+def _run_framework(case: BenchCase, repeat: int) -> Outcome:
+    """A framework case on the framework's own CPython build (onnxruntime / LiteRT): the expectation."""
+    from pathlib import Path
+
+    from web.bench.frameworks import arrays, native_runner
+
+    assert case.client is not None
+    try:
+        t = time.perf_counter()
+        run = native_runner(case.client["kind"], Path(case.client["path"]))
+        feeds = arrays(case.client["inputs"])
+        timings: dict[str, Any] = {"build_ms": _ms(time.perf_counter() - t)}
+        t = time.perf_counter()
+        outputs = run(feeds)
+        timings["first_ms"] = _ms(time.perf_counter() - t)
+        samples = []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            run(feeds)
+            samples.append(_ms(time.perf_counter() - t))
+        timings["samples_ms"] = samples
+        timings["median_ms"] = statistics.median(samples) if samples else timings["first_ms"]
+        return Outcome("ok", outputs, timings=timings)
+    except Exception as e:  # noqa: BLE001 - the bench reports every failure
+        return Outcome("error", error=f"{type(e).__name__}: {e}", stage="compute")
+
+
 def _wide(a: Any) -> Any:
     return a.astype(np.float64) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a
 
@@ -97,6 +126,8 @@ def run_float64(case: BenchCase) -> Outcome:
     from py_core.compiler import CompileOptions
     from py_core.runtime.executor import prepare
 
+    if case.client is not None:
+        return Outcome("invalid", error="a framework case: the framework's own CPython build is the expectation")
     if case.invalid or case.has_expected:
         return Outcome("invalid", error="the case has its own expected values" if case.has_expected else case.invalid)
     try:

@@ -79,7 +79,7 @@ class Result:
     """One (case, implementation, browser) outcome."""
 
     case: str
-    implementation: str  # "polyfill" | "native" | "reference"
+    implementation: str  # "polyfill" | "native" | "reference" | "wasm" (a framework case's own WASM path)
     variant: str  # context variant: "default", "gpu", "npu", "low-power", "not-accelerated", ...
     status: str
     browser: str  # "chromium", "firefox", "cpython"
@@ -103,7 +103,8 @@ class Result:
     @property
     def label(self) -> str:
         """Implementation and variant, e.g. "polyfill", "native:gpu", "reference"."""
-        if self.implementation == "reference" or (self.implementation == "polyfill" and self.variant == "default"):
+        bare = self.implementation in ("polyfill", "wasm") and self.variant == "default"
+        if self.implementation == "reference" or bare:
             return self.implementation
         return f"{self.implementation}:{self.variant}"
 

@@ -18,6 +18,8 @@ from web.bench.results import ERROR, FAIL, INVALID, PASS, UNAVAILABLE, UNSUPPORT
 from web.bench.session import BrowserSession, BrowserUnavailable, Target
 
 REFERENCE = "reference"
+# a framework case's own WebAssembly path (onnxruntime-web's WASM EP, LiteRT.js without WebNN): no WebNN at all
+WASM = "wasm"
 DEFAULT_IMPLS = ("polyfill", "native:*")
 
 
@@ -32,8 +34,8 @@ class Item:
 
     @property
     def label(self) -> str:
-        """Implementation and variant, e.g. 'polyfill', 'native:gpu', 'reference'."""
-        if self.impl == REFERENCE or (self.impl == "polyfill" and self.variant == "default"):
+        """Implementation and variant, e.g. 'polyfill', 'native:gpu', 'reference', 'wasm'."""
+        if self.impl == REFERENCE or (self.impl in ("polyfill", WASM) and self.variant == "default"):
             return self.impl
         return f"{self.impl}:{self.variant}"
 
@@ -52,6 +54,9 @@ def expand_impls(specs: Iterable[str]) -> list[tuple[str, str]]:
             if not part:
                 continue
             impl, _, pattern = part.partition(":")
+            if impl == WASM:  # the framework cases' own path: one variant
+                out.extend([(WASM, "default")] if (WASM, "default") not in out else [])
+                continue
             if impl not in IMPLEMENTATIONS:
                 raise ValueError(f"unknown implementation '{impl}' in '{part}' (one of {', '.join(IMPLEMENTATIONS)})")
             matched = [v for v in VARIANTS if fnmatch.fnmatchcase(v, pattern or "default")]
@@ -67,11 +72,26 @@ def plan(
     impls: Sequence[tuple[str, str]],
     with_reference: bool = True,
 ) -> list[Item]:
-    """Every item of a run: per target, per implementation, per case; then the reference per case."""
-    items = [Item(t, impl, variant, c) for t in targets for impl, variant in impls for c in cases]
+    """Every item of a run: per target, per implementation, per case; then the reference per case.  Framework
+    cases (onnx:, litert:) also run on the framework's WASM path; graph cases have none."""
+
+    def impls_of(case: BenchCase) -> list[tuple[str, str]]:
+        if case.client is None:
+            return [(i, v) for i, v in impls if i != WASM]
+        return [(WASM, "default")] + [(i, v) for i, v in impls if i != WASM]
+
+    items = [Item(t, impl, variant, c) for t in targets for c in cases for impl, variant in impls_of(c)]
+    items.sort(key=lambda i: (targets.index(i.target) if i.target else 0, _impl_order(i), cases.index(i.case)))
     if with_reference:
         items += [Item(None, REFERENCE, "default", c) for c in cases]
     return items
+
+
+def _impl_order(item: Item) -> tuple[int, int]:
+    """wasm, then the implementations in the order given (the runs of one implementation stay together)."""
+    if item.impl == WASM:
+        return (0, 0)
+    return (1, list(IMPLEMENTATIONS).index(item.impl) * len(VARIANTS) + list(VARIANTS).index(item.variant))
 
 
 def _unsupported(error: dict[str, str] | None) -> bool:
@@ -166,6 +186,8 @@ class Runner:
             return result, {}
         result.browser_version = session.version
         state = session.probe(list(VARIANTS)).state(item.impl, item.variant)
+        if item.impl == WASM:
+            return self._run_framework(session, item, result)
         if state.state != USABLE:
             # a missing or failing native implementation is a state to report; a failing polyfill is an error
             result.status = UNAVAILABLE if item.impl == "native" else ERROR
@@ -174,6 +196,8 @@ class Runner:
         if case.invalid:
             result.status, result.errors = INVALID, [case.invalid]
             return result, {}
+        if case.client is not None:
+            return self._run_framework(session, item, result)
         if case.id not in self._wires:
             self._wires = {case.id: wire_case(case).to_json()}  # one case at a time is enough to memoize
         raw = session.run(self._wires[case.id], item.impl, item.variant, VARIANTS[item.variant], self.repeat)
@@ -186,6 +210,21 @@ class Runner:
         outputs, shapes = decode_outputs(raw["outputs"])
         result.truncated = [n for n, o in raw["outputs"].items() if o.get("truncated")]
         return self._judge(case, result, outputs, shapes), outputs
+
+    def _run_framework(
+        self, session: BrowserSession, item: Item, result: Result
+    ) -> tuple[Result, dict[str, np.ndarray]]:
+        """A framework case through its client in the page (web/pages/clients/clients.js)."""
+        assert item.case.client is not None
+        raw = session.run_client(item.case.client, item.impl, VARIANTS[item.variant], self.repeat)
+        result.timings = raw.get("timings", {})
+        if raw.get("status") != "ok":
+            err = raw.get("error") or {}
+            result.status = UNSUPPORTED if _unsupported(err) else ERROR
+            result.errors = [f"{raw.get('stage', '?')}: {err.get('name', 'Error')}: {err.get('message', '')}"]
+            return result, {}
+        outputs, shapes = decode_outputs(raw["outputs"])
+        return self._judge(item.case, result, outputs, shapes), outputs
 
     def _reference(self, case: BenchCase, result: Result) -> tuple[Result, dict[str, np.ndarray]]:
         outcome = ref.reference(case, self.repeat)

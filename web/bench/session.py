@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -141,6 +142,15 @@ def serve_app(settings: Settings) -> Iterator[str]:
         thread.join(timeout=10)
 
 
+def _fulfil_with(body: bytes, headers: dict[str, str]) -> Any:
+    """A Playwright route handler answering with these bytes."""
+
+    def serve(route: Any) -> None:
+        route.fulfill(status=200, body=body, headers=headers)
+
+    return serve
+
+
 class BrowserSession:
     """One browser (launched or connected), one context and one booted bench page."""
 
@@ -168,6 +178,7 @@ class BrowserSession:
         self.page_errors: list[str] = []
         self._probe: Probe | None = None
         self._tracing = False
+        self._served: set[str] = set()  # model URLs routed to their files (framework cases)
 
     @property
     def version(self) -> str:
@@ -265,6 +276,34 @@ class BrowserSession:
                 "error": {"name": type(e).__name__, "message": message},
                 "timings": {},
             }
+
+    def run_client(
+        self, client: Mapping[str, Any], impl: str, options: Mapping[str, Any], repeat: int
+    ) -> dict[str, Any]:
+        """webnnBench.runClient in the page: a framework case (web/bench/frameworks.py) through its client on
+        'wasm', the polyfill or native WebNN with the variant's context options; failures come back as data."""
+        if client["url"] not in self._served:
+            body = Path(client["path"]).read_bytes()
+            headers = {"content-type": "application/octet-stream", "cross-origin-resource-policy": "same-origin"}
+
+            self.context.route(f"**{client['url']}", _fulfil_with(body, headers))
+            self._served.add(client["url"])
+        spec = {k: client[k] for k in ("kind", "url", "inputs", "outputs")}
+        try:
+            return dict(
+                self.page.evaluate(
+                    "async ([spec, o]) => await webnnBench.runClient(spec, o)",
+                    [spec, {"impl": impl, "options": dict(options), "repeat": repeat, "timeoutMs": self.timeout_ms}],
+                )
+            )
+        except Exception as e:  # noqa: BLE001 - Playwright errors: crash, timeout, closed page
+            message = str(e).splitlines()[0] if str(e) else type(e).__name__
+            try:
+                self.open_page()
+            except Exception:  # noqa: BLE001
+                pass
+            return {"status": "error", "stage": "page", "error": {"name": type(e).__name__, "message": message},
+                    "timings": {}}
 
     def close(self) -> None:
         """Close the context and the browser (a remote one: the connection)."""

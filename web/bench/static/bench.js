@@ -4,6 +4,8 @@
 //
 //   webnnBench.probe(variants, {timeoutMs})      -> {environment, implementations: [{impl, variant, state, ...}]}
 //   webnnBench.run(wire, {impl, variant, repeat}) -> {status, stage, error, timings, outputs}
+//   webnnBench.runClient(spec, {impl, options, repeat}) -> the same, for a model run through a real WebNN client
+//     (onnxruntime-web or LiteRT.js, with web/pages/clients/clients.js) on impl 'wasm' | 'polyfill' | 'native'
 //
 // Tensor bytes cross as base64 so every data type (float16, int64, ...) survives exactly.
 (() => {
@@ -296,6 +298,46 @@
     }
   }
 
+  // ----------------------------------------------------------------------------- framework clients
+
+  let clientsModule = null;
+  const BACKENDS = {wasm: 'wasm', polyfill: 'webnn-polyfill', native: 'webnn-native'};
+
+  /** A framework case (web/bench/frameworks.py: {kind: 'onnx' | 'litert', url, inputs, outputs}) through its
+   *  client on one implementation; `options` are the context variant's (the client creates the context). */
+  async function runClient(spec, {impl, options = {}, repeat = 3, timeoutMs = 60000} = {}) {
+    const timings = {};
+    let stage = 'context';
+    try {
+      clientsModule = clientsModule || import('/clients/clients.js');
+      const clients = await withTimeout(clientsModule, timeoutMs, 'loading web/pages/clients/clients.js');
+      const backend = BACKENDS[impl];
+      if (!backend) throw new TypeError(`unknown implementation '${impl}'`);
+      if (backend !== 'wasm') api(impl);  // the same NotFoundError as graph cases where there is no such WebNN
+      const inputs = spec.inputs.map((i) => ({name: i.name, data: typedArray('float32', i.data), shape: i.shape}));
+      const contextOptions = backend === 'wasm' ? null : options;
+      stage = 'compute';
+      const pending = spec.kind === 'onnx'
+        ? clients.runOrt({model: spec.url, backend, iterations: repeat, contextOptions: contextOptions || {},
+          inputs: Object.fromEntries(inputs.map((i) => [i.name, {data: i.data, shape: i.shape}]))})
+        : clients.runLiteRt({model: spec.url, backend, iterations: repeat, contextOptions,
+          inputs: inputs.map((i) => ({data: i.data, shape: i.shape}))});
+      const r = await withTimeout(pending, timeoutMs * 2, `${spec.kind} on ${backend}`);
+      timings.build_ms = round(r.compileMs);
+      timings.first_ms = round(r.firstMs);
+      timings.samples_ms = r.ms.map(round);
+      timings.median_ms = r.ms.length ? round(median(r.ms)) : timings.first_ms;
+      const outputs = {};
+      for (const o of r.outputs) {
+        outputs[o.name] = {dataType: 'float32', shape: o.dims, data: toBase64(bytesOf(o.data))};
+      }
+      const extra = {partitions: r.partitions ?? null, fullyAccelerated: r.fullyAccelerated ?? null};
+      return {status: 'ok', api: spec.kind, timings, outputs, ...extra};
+    } catch (e) {
+      return {status: 'error', stage, error: errorInfo(e), timings};
+    }
+  }
+
   // A tiny graph every implementation should run: proves a context is usable, not just creatable.
   const SMOKE = {
     inputs: [{name: 'x', dataType: 'float32', shape: [4], constant: false, data: 'AACAvwAAAEAAAEDAAACAQA=='}],
@@ -341,5 +383,5 @@
     return {environment, implementations};
   }
 
-  globalThis.webnnBench = Object.freeze({probe, run, version: 1});
+  globalThis.webnnBench = Object.freeze({probe, run, runClient, version: 2});
 })();

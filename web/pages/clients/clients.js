@@ -130,7 +130,7 @@ function ortPartitions(lines) {
  * its session options, as an application would: `{name: 'webnn', context}`.
  * inputs: {name: {data: Float32Array, shape}}.
  */
-export async function runOrt({model, backend, inputs, iterations = 0}) {
+export async function runOrt({model, backend, inputs, iterations = 0, contextOptions = {}}) {
   const ort = await loadOrt();
   const bytes = await bytesOf(model);
   let context = null;
@@ -138,7 +138,7 @@ export async function runOrt({model, backend, inputs, iterations = 0}) {
   if (backend !== 'wasm') {
     const ml = mlFor(backend);
     if (!ml) throw new Error(`${backend}: no navigator.ml here`);
-    context = await ml.createContext();
+    context = await ml.createContext(contextOptions);
     providers = [{name: 'webnn', context}];
   }
   const t0 = now();
@@ -199,7 +199,7 @@ async function withNavigatorML(ml, fn) {
  * accelerator).  inputs: [{data: Float32Array, shape}] in the model's input order.  Throws an Error whose
  * name is 'NotSupportedError' where the browser has no JSPI (the WebNN delegate needs it).
  */
-export async function runLiteRt({model, backend, inputs, iterations = 0}) {
+export async function runLiteRt({model, backend, inputs, iterations = 0, contextOptions = null}) {
   const lrt = await loadLiteRt();
   if (backend !== 'wasm' && !hasJspi()) {
     throw new DOMException('LiteRT.js runs its WebNN delegate only in its JSPI build, and this browser has no '
@@ -208,7 +208,10 @@ export async function runLiteRt({model, backend, inputs, iterations = 0}) {
   const bytes = await bytesOf(model);
   const t0 = now();
   const compile = () => lrt.loadAndCompile(bytes, {accelerator: backend === 'wasm' ? 'wasm' : 'webnn'});
-  const compiled = backend === 'wasm' ? await compile() : await withNavigatorML(mlFor(backend), compile);
+  // contextOptions (the bench's context variants): the delegate's own createContext() call gets them merged in
+  const ml = backend === 'wasm' ? null : mlFor(backend);
+  const seen = ml && contextOptions ? {createContext: (o) => ml.createContext({...(o || {}), ...contextOptions})} : ml;
+  const compiled = backend === 'wasm' ? await compile() : await withNavigatorML(seen, compile);
   const compileMs = now() - t0;
   const details = compiled.getOutputDetails();
   try {
