@@ -39,6 +39,9 @@ def pad(input: np.ndarray, beginningPadding: list[int], endingPadding: list[int]
         value: int | float) -> np.ndarray:
     """pad.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-pad"""
     widths = list(zip(beginningPadding, endingPadding, strict=True))
+    if not widths:
+        # a scalar (required rank 0 in the draft) has nothing to pad in any mode; np.pad rejects an empty width
+        return input.copy()
     if mode == "constant":
         shape = tuple(d + b + e for d, (b, e) in zip(input.shape, widths, strict=True))
         # the value is cast once to the tensor's type (exact for integers, one rounding for floats)

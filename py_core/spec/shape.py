@@ -198,7 +198,7 @@ ROWS: list[OpSpec] = [
     _row("transpose", (operand("input"),), (value("permutation", ULONGS, ABSENT),), _transpose),
     _row("slice", (operand("input"), value("starts", ULONGS), value("sizes", ULONGS)),
          (value("strides", ULONGS, ABSENT),), _slice),
-    _row("pad", (operand("input", ranks=(1, 8)), value("beginningPadding", ULONGS), value("endingPadding", ULONGS)),
+    _row("pad", (operand("input"), value("beginningPadding", ULONGS), value("endingPadding", ULONGS)),
          (enum("mode", "MLPaddingMode", ("constant", "edge", "reflection"), "constant"),
           value("value", NUMBER, 0)), _pad),
     _row("concat", (operands("inputs", ranks=(1, 8)), value("axis", ULONG)), (), _concat),

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from py_core.errors import WebNNTypeError
+from py_core.spec.required import REQUIRED as DRAFT_REQUIRED
 from py_core.types import (
     ALL_TYPES,
     MAX_DIMENSION,
@@ -127,6 +128,13 @@ class OpSpec:
     @property
     def url(self) -> str:
         return f"{SPEC_URL}#api-mlgraphbuilder-{self.name.lower()}"
+
+    @property
+    def required(self) -> dict[str, tuple[frozenset[DataType], tuple[int, int]]]:
+        """The draft's required data types and ranks, per operand and output (`limits_output_name`): what an
+        implementation MUST support.  Parsed from the draft's tables into py_core/spec/required.py."""
+        return {name: (frozenset(DataType(t) for t in types), ranks)
+                for name, (types, ranks) in DRAFT_REQUIRED[self.name].items()}
 
     def param(self, name: str) -> Param:
         for p in self.params + self.options:
