@@ -5,25 +5,10 @@
 
 import {graphState, stateOf} from './internal.js';
 
-// opSupportLimits(): Chromium names the outputs of these operators output0, output1, ... (the draft: `outputs`).
-export const RECURRENT_OUTPUTS = {gru: 2, lstm: 3, lstmCell: 2};
-
 let strict = false;
 
 /** Whether this global's polyfill follows the draft (true) or Chromium (false, the default). */
 export const isStrict = () => strict;
-
-/** opSupportLimits() as Chromium shapes it: recurrent outputs named output0..outputN-1. */
-export function chromiumLimits(limits) {
-  const out = {...limits};
-  for (const [op, count] of Object.entries(RECURRENT_OUTPUTS)) {
-    if (!out[op] || !out[op].outputs) continue;
-    const {outputs, ...rest} = out[op];
-    out[op] = rest;
-    for (let i = 0; i < count; i++) out[op][`output${i}`] = structuredClone(outputs);
-  }
-  return out;
-}
 
 /** The members that differ by mode, defined on (or removed from) the interface prototypes. */
 export function applyMode(classes, strictMode) {

@@ -9,7 +9,21 @@ import {
 import {destroyGraphState, makeGraph} from './graph.js';
 import {destroyTensorState, makeTensor} from './tensor.js';
 import {legacyCompute} from './compute.js';
-import {chromiumLimits, isStrict} from './compat.js';
+import {isStrict} from './compat.js';
+
+// opSupportLimits(): the draft (since webmachinelearning/webnn#910) and Chromium name the outputs of these
+// operators output0, output1, ...; the core describes them once, as `outputs`.
+const RECURRENT_OUTPUTS = {gru: 2, lstm: 3, lstmCell: 2};
+
+function namedRecurrentOutputs(limits) {
+  for (const [op, count] of Object.entries(RECURRENT_OUTPUTS)) {
+    if (!limits[op] || !limits[op].outputs) continue;
+    const {outputs, ...rest} = limits[op];
+    limits[op] = rest;
+    for (let i = 0; i < count; i++) limits[op][`output${i}`] = structuredClone(outputs);
+  }
+  return limits;
+}
 
 let nextContextId = 1;
 let nextObjectId = 1;
@@ -300,7 +314,7 @@ export class MLContext {
   /** opSupportLimits(): a fresh MLOpSupportLimits dictionary.  https://www.w3.org/TR/webnn/#api-mlcontext-opsupportlimits */
   opSupportLimits() {
     const limits = stateOf(contextState, this, 'MLContext.opSupportLimits').runtime.limits;
-    return isStrict() ? structuredClone(limits) : chromiumLimits(structuredClone(limits));
+    return namedRecurrentOutputs(structuredClone(limits));
   }
 
   /** destroy(): release everything; `lost` resolves.  https://www.w3.org/TR/webnn/#api-mlcontext-destroy */

@@ -1,11 +1,14 @@
-"""IDL fidelity: the spec's WebIDL (tests/data/webnn.idl), parsed here, checked against the polyfill in a browser.
+"""IDL fidelity: the draft's WebIDL (tests/data/webnn.idl, extracted from the vendored draft tests/data/spec/index.bs
+by scripts/extract_idl.py), parsed here, checked against the polyfill in a browser and against the native WebNN
+of the npm Chromium 153.
 
 Every interface must exist on `webnnPolyfill`, every attribute must be an accessor on the prototype whose value
 has the IDL type, every operation must exist with `length` equal to its required argument count (the shortest
 overload), promise-returning operations must reject instead of throwing, and opSupportLimits() must have the
 members and dictionary shapes the IDL gives MLOpSupportLimits.  https://webidl.spec.whatwg.org/
-These run on a strict-mode page (data-strict: the draft's behaviour); the default mode's differences, Chromium's,
-are docs/compatibility.md's table, checked by test_compat.py.
+In strict mode (data-strict: the draft's behaviour) the polyfill must match the draft exactly; in the default
+(Chromium-compatible) mode, and on Chromium's own prototypes, every member that differs from the draft must be
+named in docs/compatibility.md's deviation table (whose rows test_compat.py checks one by one).
 """
 
 from __future__ import annotations
@@ -16,13 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import test_compat
 
 pytestmark = pytest.mark.browser
 
 IDL_PATH = Path(__file__).resolve().parents[1] / "data" / "webnn.idl"
-# Members the polyfill has beyond the current draft in strict mode: none.  (The default, Chromium-compatible
-# mode differs as docs/compatibility.md lists, checked by test_compat.py; these checks run in strict mode.)
-ALLOWED_EXTRAS: dict[str, set[str]] = {}
+
+
+def documented_members() -> set[str]:
+    """`Interface.member` names in the first cells of docs/compatibility.md's deviation table."""
+    return {f"{i}.{m}" for row in test_compat.table_rows() for i, m in re.findall(r"\b(ML\w+)\.(\w+)", row)}
 
 
 # ------------------------------------------------------------------------------------------- a small WebIDL parser
@@ -228,6 +234,13 @@ def test_parser_reads_the_spec_idl(idl: Idl) -> None:
     assert idl.dictionary_members("MLConv2dSupportLimits").keys() == {"input", "filter", "bias", "output"}
     assert idl.enums["MLOperandDataType"] == ["float32", "float16", "int32", "uint32", "int64", "uint64", "int8",
                                               "uint8"]
+    # what the June 2026 draft changed: a GPUDevice overload, per-output recurrent limits, the rounding member
+    assert [args[0].type for _, args in idl.interfaces["ML"].operations["createContext"]] == ["MLContextOptions",
+                                                                                              "GPUDevice"]
+    assert {k for k in idl.dictionary_members("MLLstmSupportLimits") if k.startswith("output")} == {
+        "output0", "output1", "output2"}
+    assert "outputShapeRounding" in idl.dictionary_members("MLPool2dOptions")
+    assert idl.interfaces["MLContext"].attributes["accelerated"] == ("boolean", True)
 
 
 # ------------------------------------------------------------------------------------------- checks in the browser
@@ -331,15 +344,20 @@ async (model) => {
 """
 
 
-def test_every_interface_member_and_arity_matches_the_spec_idl(webnn_strict_page: Any, idl: Idl) -> None:
-    model = {
-        "interfaces": {name: itf.to_json() for name, itf in idl.interfaces.items()},
-        "enums": idl.enums,
-    }
-    out = webnn_strict_page.evaluate(INTERFACE_CHECK_JS, model)
-    assert out["problems"] == []
-    extras = {name: sorted(set(found) - ALLOWED_EXTRAS.get(name, set())) for name, found in out["extras"].items()}
-    assert all(not v for v in extras.values()), f"members the spec does not have: {extras}"
+def _model(idl: Idl) -> dict[str, Any]:
+    return {"interfaces": {name: itf.to_json() for name, itf in idl.interfaces.items()}, "enums": idl.enums}
+
+
+@pytest.mark.parametrize("mode", ["strict", "default"])
+def test_every_interface_member_and_arity_matches_the_spec_idl(
+        mode: str, idl: Idl, request: pytest.FixtureRequest) -> None:
+    """Strict mode: exactly the draft.  Default mode: the draft except the members the deviation table names."""
+    page = request.getfixturevalue("webnn_strict_page" if mode == "strict" else "webnn_page")
+    out = page.evaluate(INTERFACE_CHECK_JS, _model(idl))
+    allowed = documented_members() if mode == "default" else set()
+    assert [p for p in out["problems"] if p.split(": ", 1)[0] not in allowed] == []
+    extras = {name: sorted(m for m in found if f"{name}.{m}" not in allowed) for name, found in out["extras"].items()}
+    assert all(not v for v in extras.values()), f"members the draft does not have: {extras}"
     assert out["navInfo"]["same"]
     if out["navInfo"]["installed"]:
         assert out["navInfo"]["accessor"] and out["navInfo"]["isPolyfill"]
@@ -394,3 +412,63 @@ def test_op_support_limits_has_the_idl_dictionary_shape(webnn_strict_page: Any, 
     assert problems == []
     operators = set(idl.interfaces["MLGraphBuilder"].operations) - {"input", "constant", "build"}
     assert operators <= set(out["limits"])
+
+
+# ------------------------------------------------------------------------------------------- Chromium's shipped IDL
+
+# Each interface's prototype members as {name: "attribute" | operation length}: Chromium's native objects and
+# the polyfill's (default mode) on the same page.
+SURFACE_JS = r"""
+async () => {
+  const surface = (objects) => Object.fromEntries(Object.entries(objects).map(([name, o]) => {
+    const proto = Object.getPrototypeOf(o);
+    return [name, Object.fromEntries(Object.getOwnPropertyNames(proto).filter((k) => k !== 'constructor').map((k) => {
+      const d = Object.getOwnPropertyDescriptor(proto, k);
+      return [k, d.get ? 'attribute' : typeof d.value === 'function' ? d.value.length : typeof d.value];
+    }))];
+  }));
+  const objects = async (ml, Builder) => {
+    const ctx = await ml.createContext();
+    const b = new Builder(ctx);
+    const x = b.input('x', {dataType: 'float32', shape: [2]});
+    const graph = await b.build({y: b.relu(x)});
+    const tensor = await ctx.createTensor({dataType: 'float32', shape: [2], readable: true});
+    const out = surface({ML: ml, MLContext: ctx, MLGraphBuilder: b, MLOperand: x, MLTensor: tensor, MLGraph: graph});
+    tensor.destroy(); graph.destroy(); ctx.destroy();
+    return out;
+  };
+  return {native: await objects(navigator.ml, MLGraphBuilder),
+          polyfill: await objects(webnnPolyfill.ml, webnnPolyfill.MLGraphBuilder)};
+}
+"""
+
+
+def _draft_surface(idl: Idl) -> dict[str, dict[str, Any]]:
+    return {name: {**{a: "attribute" for a in itf.attributes},
+                   **{op: itf.required_count(op) for op in itf.operations}} for name, itf in idl.interfaces.items()}
+
+
+def _differences(want: dict[str, dict[str, Any]], got: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """`Interface.member` -> how `got` differs from `want` (missing, extra, or another kind / length)."""
+    out = {}
+    for name in sorted(set(want) | set(got)):
+        w, g = want.get(name, {}), got.get(name, {})
+        for member in sorted(set(w) | set(g)):
+            if w.get(member) != g.get(member):
+                out[f"{name}.{member}"] = f"{w.get(member, 'absent')} -> {g.get(member, 'absent')}"
+    return out
+
+
+def test_chromium_shipped_idl_against_the_draft_and_the_polyfill(
+        native_webnn_page: Any, idl: Idl, browser_name: str) -> None:
+    """The npm Chromium 153's native prototypes (what it ships) against the draft, and the polyfill's default mode
+    against them: every member missing, extra or of another arity is a row of the deviation table."""
+    if browser_name != "chromium":
+        pytest.skip("Chromium's shipped IDL is read in the npm Chromium")
+    out = native_webnn_page.evaluate(SURFACE_JS)
+    documented = documented_members()
+    native_vs_draft = _differences(_draft_surface(idl), out["native"])
+    polyfill_vs_native = _differences(out["native"], out["polyfill"])
+    assert native_vs_draft, "Chromium 153 differs from the draft (MLGraph.devices at least): the probe saw nothing"
+    assert {m: d for m, d in native_vs_draft.items() if m not in documented} == {}
+    assert {m: d for m, d in polyfill_vs_native.items() if m not in documented} == {}

@@ -43,8 +43,11 @@ async (implementation) => {
     await attempt(async () => { const v = new Int8Array(8); await ctx.readTensor(tout, v); return Array.from(new Float32Array(v.buffer)); }),
     await attempt(async () => { const v = new DataView(new ArrayBuffer(8)); await ctx.readTensor(tout, v); return v.getFloat32(4, true); })];
   const limits = ctx.opSupportLimits();
-  obs['opSupportLimits() outputs of gru, lstm, lstmCell'] = Object.fromEntries(['gru', 'lstm', 'lstmCell'].map(
-    (op) => [op, Object.keys(limits[op]).filter((k) => k.startsWith('output')).sort()]));
+  const pb = new MLGraphBuilder(ctx);
+  const x5 = pb.input('x5', {dataType: 'float32', shape: [1, 1, 5, 5]});
+  const pool = {windowDimensions: [2, 2], strides: [2, 2]};  // 5x5 -> 2x2 rounded down, 3x3 rounded up
+  obs['MLPool2dOptions.outputShapeRounding'] = ['roundingType', 'outputShapeRounding'].map(
+    (member) => pb.averagePool2d(x5, {...pool, [member]: 'ceil'}).shape);
   obs['MLContext.accelerated'] = {onPrototype: 'accelerated' in Object.getPrototypeOf(ctx), value: String(ctx.accelerated)};
   obs['createContext({deviceType})'] = [
     await attempt(async () => { (await ml.createContext({deviceType: 'gpu'})).destroy(); }),
@@ -58,9 +61,7 @@ async (implementation) => {
 }
 """
 
-CHROMIUM_OUTPUTS = {"gru": ["output0", "output1"], "lstm": ["output0", "output1", "output2"],
-                    "lstmCell": ["output0", "output1"]}
-DRAFT_OUTPUTS = {"gru": ["outputs"], "lstm": ["outputs"], "lstmCell": ["outputs"]}
+ROUNDS_UP, ROUNDS_DOWN = [1, 1, 3, 3], [1, 1, 2, 2]
 MODES = ("chromium", "default", "strict")
 # row -> observed on (native Chromium 153, the polyfill by default, the polyfill in strict mode)
 EXPECTED: dict[str, tuple[Any, Any, Any]] = {
@@ -70,7 +71,8 @@ EXPECTED: dict[str, tuple[Any, Any, Any]] = {
     "readTensor(tensor, outputData) view type": ([[0, 2], 2], [[0, 2], 2], ["TypeError", "TypeError"]),
     "writeTensor(tensor, inputData) view type": (["ok", "ok", "ok", "TypeError"], ["ok", "ok", "ok", "TypeError"],
                                                  ["TypeError"] * 4),
-    "opSupportLimits() outputs of gru, lstm, lstmCell": (CHROMIUM_OUTPUTS, CHROMIUM_OUTPUTS, DRAFT_OUTPUTS),
+    "MLPool2dOptions.outputShapeRounding": ([ROUNDS_DOWN, ROUNDS_UP], [ROUNDS_UP, ROUNDS_DOWN],
+                                           [ROUNDS_UP, ROUNDS_DOWN]),
     "MLContext.accelerated": ({"onPrototype": False, "value": "undefined"}, {"onPrototype": False, "value": "undefined"},
                               {"onPrototype": True, "value": "false"}),
     "createContext({deviceType})": (["ok", "TypeError"], ["ok", "TypeError"], ["ok", "ok"]),
