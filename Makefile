@@ -23,7 +23,7 @@ POLYFILL_SRC := $(shell find polyfill/src -type f -name '*.js' 2>/dev/null)
 DIST := polyfill/dist
 # The JS builder methods come from the core's spec table: regenerate them before bundling.
 GEN_SCRIPT := scripts/gen_op_table.py
-GEN_OPS  := $(if $(wildcard $(GEN_SCRIPT)),polyfill/src/generated/ops.json)
+GEN_OPS  := $(if $(wildcard $(GEN_SCRIPT)),polyfill/src/generated/ops.json polyfill/src/generated/types.json)
 SPEC_SRC := $(shell find py_core/spec py_core/types.py -name '*.py' 2>/dev/null)
 
 .PHONY: setup venv venv-run node assets browsers native-chromium build dist run test fuzz bench lint clean help
@@ -101,10 +101,10 @@ $(DIST)/webnn-worker.js: $(POLYFILL_SRC) $(GEN_OPS) $(NODE_STAMP)
 	  echo "build: polyfill/src/worker.js does not exist yet; skipping the worker bundle"; \
 	fi
 
-# gen_op_table.py rewrites the file only when its content changes; touch it so make sees it as current.
-polyfill/src/generated/ops.json: $(GEN_SCRIPT) $(SPEC_SRC) | $(RUN_STAMP)
+# gen_op_table.py rewrites a file only when its content changes; touch both so make sees them as current.
+polyfill/src/generated/ops.json polyfill/src/generated/types.json &: $(GEN_SCRIPT) $(SPEC_SRC) | $(RUN_STAMP)
 	$(PY) $(GEN_SCRIPT)
-	@touch $@
+	@touch polyfill/src/generated/ops.json polyfill/src/generated/types.json
 
 # dist/ is git-ignored; the brotli results are cached by content (brotli -q 11 takes minutes the first time).
 dist: $(DIST_STAMP) node assets build

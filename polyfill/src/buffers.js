@@ -2,9 +2,12 @@
 // and the cast of an MLNumber to a data type (the same rule as py_core/spec/mlnumber.py).
 // https://www.w3.org/TR/webnn/#validate-buffer-with-descriptor  https://www.w3.org/TR/webnn/#algorithms-casting
 
-export const BYTES_PER_ELEMENT = {
-  float32: 4, float16: 2, int32: 4, uint32: 4, int64: 8, uint64: 8, int8: 1, uint8: 1,
-};
+import TYPES from './generated/types.json';
+
+// Bytes per element and the integer types' ranges: py_core/types.py's (scripts/gen_op_table.py).
+export const BYTES_PER_ELEMENT = TYPES.bytesPerElement;
+const INT_RANGES = Object.fromEntries(
+  Object.entries(TYPES.intRanges).map(([type, [lo, hi]]) => [type, [BigInt(lo), BigInt(hi)]]));
 
 // The view types that match each data type (the spec's appendix table); any Uint8Array fits every type.
 // Uint16Array carries float16 bits where Float16Array is missing (the spec's note on Float16Array, and WPT).
@@ -65,11 +68,6 @@ export function bytesFor(source, desc, where, {allowLarger = false, anyView = fa
 export function copyFor(source, desc, where, options = {}) {
   return bytesFor(source, desc, where, options).slice();
 }
-
-const INT_RANGES = {
-  int8: [-128n, 127n], uint8: [0n, 255n], int32: [-(2n ** 31n), 2n ** 31n - 1n], uint32: [0n, 2n ** 32n - 1n],
-  int64: [-(2n ** 63n), 2n ** 63n - 1n], uint64: [0n, 2n ** 64n - 1n],
-};
 
 /**
  * Cast an MLNumber (bigint or double) to an integer data type, by the one rule py_core uses for every

@@ -1,9 +1,16 @@
 // WebIDL conversions for arguments and dictionaries, done before the core validates.
 // https://webidl.spec.whatwg.org/#es-type-mapping
 
-const MAX_ULONG = 2 ** 32 - 1;
+import TYPES from './generated/types.json';
 
-export const DATA_TYPES = ['float32', 'float16', 'int32', 'uint32', 'int64', 'uint64', 'int8', 'uint8'];
+// From py_core/types.py (scripts/gen_op_table.py): the core validates with the same values.
+const MAX_ULONG = TYPES.maxUnsignedLong;
+const MAX_DIMENSION = TYPES.maxDimension;
+// WebIDL's long, for [EnforceRange] long arguments (a WebIDL type, not a WebNN limit)
+const LONG_MIN = -(2 ** 31);
+const LONG_MAX = 2 ** 31 - 1;
+
+export const DATA_TYPES = TYPES.dataTypes;
 
 function fail(where, message) {
   throw new TypeError(`${where}: ${message}`);
@@ -65,7 +72,7 @@ export function toLong(v, where) {
   const n = toNumber(v, where);
   if (!Number.isFinite(n)) fail(where, `${String(n)} is not a finite number`);
   const t = Math.trunc(n);
-  if (t < -(2 ** 31) || t > 2 ** 31 - 1) fail(where, `${String(n)} is outside the long range`);
+  if (t < LONG_MIN || t > LONG_MAX) fail(where, `${String(n)} is outside the long range`);
   return t;
 }
 
@@ -163,15 +170,20 @@ export function toTensorDescriptor(v, where) {
 }
 
 /**
- * "Check dimensions": every dimension a valid dimension (1 .. 2^31-1), the byte length within the limit.
- * https://www.w3.org/TR/webnn/#mloperanddescriptor-check-dimensions
+ * "Check dimensions", in the draft's order: every dimension a valid dimension (1 .. 2^31-1), the rank within
+ * what is supported, the element count a valid dimension too, then the byte length within the limit.
+ * https://webmachinelearning.github.io/webnn/#mloperanddescriptor-check-dimensions
  */
 export function checkDimensions(desc, where, maxByteLength, bytesPerElement) {
   for (const d of desc.shape) {
-    if (d < 1 || d > 2 ** 31 - 1) fail(where, `dimension ${d} in shape [${desc.shape}] is not a valid dimension`);
+    if (d < 1 || d > MAX_DIMENSION) fail(where, `dimension ${d} in shape [${desc.shape}] is not a valid dimension`);
   }
   if (desc.shape.length > 8) fail(where, `rank ${desc.shape.length} is more than the supported 8`);
-  const bytes = desc.shape.reduce((a, b) => a * b, 1) * bytesPerElement;
+  const count = desc.shape.reduce((a, b) => a * b, 1);
+  if (count > MAX_DIMENSION) {
+    fail(where, `${desc.dataType}[${desc.shape}] has ${count} elements, more than a valid dimension (${MAX_DIMENSION})`);
+  }
+  const bytes = count * bytesPerElement;
   if (bytes > maxByteLength) {
     fail(where, `${desc.dataType}[${desc.shape}] is ${bytes} bytes, more than maxTensorByteLength (${maxByteLength})`);
   }

@@ -472,3 +472,26 @@ def test_chromium_shipped_idl_against_the_draft_and_the_polyfill(
     assert native_vs_draft, "Chromium 153 differs from the draft (MLGraph.devices at least): the probe saw nothing"
     assert {m: d for m, d in native_vs_draft.items() if m not in documented} == {}
     assert {m: d for m, d in polyfill_vs_native.items() if m not in documented} == {}
+
+
+CHECK_DIMENSIONS_JS = r"""
+async () => {
+  const ctx = await webnnPolyfill.ml.createContext();
+  const attempt = async (shape, dataType) => {
+    try { (await ctx.createTensor({dataType, shape})).destroy(); return 'ok'; }
+    catch (e) { return `${e.name}: ${e.message}`; }
+  };
+  const out = [await attempt([65536, 32768], 'uint8'),  // 2^31 elements (and 2^31 bytes)
+               await attempt([2 ** 29], 'float32')];    // 2^29 elements, 2^31 bytes
+  ctx.destroy();
+  return out;
+}
+"""
+
+
+def test_check_dimensions_refuses_the_element_count_before_the_byte_length(webnn_page: Any) -> None:
+    """The draft's "check dimensions": an element count that is not a valid dimension (over 2^31-1, py_core's
+    MAX_DIMENSION through the generated types.json) is refused as such, before the byte length is compared."""
+    count, byte_length = webnn_page.evaluate(CHECK_DIMENSIONS_JS)
+    assert count.startswith("TypeError") and "2147483648 elements, more than a valid dimension (2147483647)" in count
+    assert byte_length.startswith("TypeError") and "more than maxTensorByteLength" in byte_length, byte_length
