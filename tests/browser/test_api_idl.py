@@ -402,10 +402,13 @@ def _check_limits_value(idl: Idl, type_name: str, value: Any, where: str, proble
         problems.append(f"{where}: min {value.get('min')} > max {value.get('max')}")
 
 
-def test_op_support_limits_has_the_idl_dictionary_shape(webnn_strict_page: Any, idl: Idl) -> None:
+@pytest.mark.parametrize("mode", ["strict", "default"])
+def test_op_support_limits_has_the_idl_dictionary_shape(mode: str, idl: Idl, request: pytest.FixtureRequest) -> None:
     """Every MLOpSupportLimits member of the IDL (top level and per operator) with exactly its dictionary's
-    members; every builder operator has a limits member."""
-    out = webnn_strict_page.evaluate(LIMITS_JS)
+    members, in both modes (Chromium's dictionaries are the draft's since #910); every builder operator has a
+    limits member."""
+    page = request.getfixturevalue("webnn_strict_page" if mode == "strict" else "webnn_page")
+    out = page.evaluate(LIMITS_JS)
     assert out["fresh"], "opSupportLimits() must return a new dictionary each call"
     problems: list[str] = []
     _check_limits_value(idl, "MLOpSupportLimits", out["limits"], "opSupportLimits()", problems)
@@ -437,10 +440,21 @@ async () => {
     tensor.destroy(); graph.destroy(); ctx.destroy();
     return out;
   };
+  const nctx = await navigator.ml.createContext();
+  const nativeLimits = nctx.opSupportLimits();
+  nctx.destroy();
   return {native: await objects(navigator.ml, MLGraphBuilder),
-          polyfill: await objects(webnnPolyfill.ml, webnnPolyfill.MLGraphBuilder)};
+          polyfill: await objects(webnnPolyfill.ml, webnnPolyfill.MLGraphBuilder), nativeLimits};
 }
 """
+
+
+def _without_data_types(value: Any, dropped: set[str]) -> Any:
+    """A limits dictionary with the `dropped` data types taken out of every dataTypes list."""
+    if isinstance(value, dict):
+        return {k: [t for t in v if t not in dropped] if k == "dataTypes" else _without_data_types(v, dropped)
+                for k, v in value.items()}
+    return value
 
 
 def _draft_surface(idl: Idl) -> dict[str, dict[str, Any]]:
@@ -462,7 +476,8 @@ def _differences(want: dict[str, dict[str, Any]], got: dict[str, dict[str, Any]]
 def test_chromium_shipped_idl_against_the_draft_and_the_polyfill(
         native_webnn_page: Any, idl: Idl, browser_name: str) -> None:
     """The npm Chromium 153's native prototypes (what it ships) against the draft, and the polyfill's default mode
-    against them: every member missing, extra or of another arity is a row of the deviation table."""
+    against them: every member missing, extra or of another arity is a row of the deviation table.  Its
+    opSupportLimits() has exactly the draft's dictionaries, with only the data types the table names added."""
     if browser_name != "chromium":
         pytest.skip("Chromium's shipped IDL is read in the npm Chromium")
     out = native_webnn_page.evaluate(SURFACE_JS)
@@ -472,6 +487,12 @@ def test_chromium_shipped_idl_against_the_draft_and_the_polyfill(
     assert native_vs_draft, "Chromium 153 differs from the draft (MLGraph.devices at least): the probe saw nothing"
     assert {m: d for m, d in native_vs_draft.items() if m not in documented} == {}
     assert {m: d for m, d in polyfill_vs_native.items() if m not in documented} == {}
+    extra_types = {m for row in test_compat.table_rows() for m in re.findall(r"^(\w+) data type$", row)}
+    assert "int4" in extra_types  # the row parsed as a data type
+    problems: list[str] = []
+    _check_limits_value(idl, "MLOpSupportLimits", _without_data_types(out["nativeLimits"], extra_types),
+                        "native opSupportLimits()", problems)
+    assert problems == []
 
 
 CHECK_DIMENSIONS_JS = r"""
