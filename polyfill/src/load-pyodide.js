@@ -8,7 +8,10 @@
 
 /** pyodide.mjs's {loadPyodide, version}; version is undefined when only the global loadPyodide exists. */
 export async function importPyodide(base) {
-  if (typeof globalThis.loadPyodide === 'function') return {loadPyodide: globalThis.loadPyodide, version: undefined};
+  // only a service worker's global: a page may have a loadPyodide of its own, of another Pyodide version
+  if (inServiceWorker() && typeof globalThis.loadPyodide === 'function') {
+    return {loadPyodide: globalThis.loadPyodide, version: undefined};
+  }
   try {
     return await import(/* webpackIgnore: true */ base + 'pyodide.mjs');
   } catch (e) {
