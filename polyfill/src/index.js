@@ -10,6 +10,8 @@ import {ML, makeML} from './ml.js';
 import {MLOperand} from './operand.js';
 import {MLTensor} from './tensor.js';
 import {Runtime} from './runtime.js';
+import {engineThread} from './spawn.js';
+import {preloadPyodideScripts} from './load-pyodide.js';
 import {applyMode} from './compat.js';
 import {routeGlobals} from './routing.js';
 
@@ -40,6 +42,9 @@ function install() {
   const nativeClasses = Object.fromEntries(Object.keys(classes).map((n) => [n, globalThis[n]]));
   const events = new EventTarget();
   const refused = unavailableReason();
+  // a classic service worker may import Pyodide's scripts only now, while this script runs (load-pyodide.js)
+  const preload = refused ? null : preloadPyodideScripts(config.pyodideURL);
+  if (preload && typeof console !== 'undefined') console.warn(`[webnn-polyfill] ${preload}`);
   const runtime = refused ? refusingRuntime(refused) : new Runtime(config, events);
   const ml = makeML(runtime);
   const nav = globalThis.navigator;
@@ -53,6 +58,9 @@ function install() {
     operators: Object.freeze([...OPERATOR_NAMES]),
     native: hadNative ? nav.ml : null,
     installed: false,
+    /** Where graphs run: 'worker' (a nested execution worker) or 'in-thread' (this scope's own thread, where
+     *  it cannot start workers: a service worker, a shared worker in Chromium). */
+    engine: engineThread(),
     strict: !!config.strict,
     unavailableReason: refused,
     config,

@@ -2,11 +2,11 @@
 // The worker handles messages strictly in order, which is what gives MLTensor its timeline.
 
 import {errorFromJson} from './errors.js';
-import {spawnWorker} from './spawn.js';
+import {spawnEngine} from './spawn.js';
 
 export class WorkerClient {
   constructor(url, onProgress, onLost) {
-    this.worker = spawnWorker(url);
+    this.worker = spawnEngine(url);
     this.pending = new Map();
     this.nextId = 1;
     this.dead = null;

@@ -5,23 +5,13 @@
 
 import {errorFromJson} from './errors.js';
 import {WorkerClient} from './rpc.js';
+import {importPyodide} from './load-pyodide.js';
 import {installWheel} from './wheels.js';
 import {startPyodide} from './snapshot.js';
 
 // the page's Pyodide waits at most this long for the worker's to start (a cold first visit is about 3-4 s)
 const PAGE_WAIT_LIMIT_MS = 6000;
 const STAGES = ['manifest', 'page-runtime', 'page-core', 'worker-runtime', 'worker-numpy', 'worker-core'];
-
-/** pyodide.mjs's {loadPyodide, version}; a classic worker without module import() falls back to importScripts. */
-async function importPyodide(base) {
-  try {
-    return await import(/* webpackIgnore: true */ base + 'pyodide.mjs');
-  } catch (e) {
-    if (typeof importScripts !== 'function') throw e;
-    importScripts(base + 'pyodide.js');
-    return {loadPyodide: globalThis.loadPyodide, version: undefined};
-  }
-}
 
 export class Runtime {
   constructor(config, events) {

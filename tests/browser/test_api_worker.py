@@ -1,6 +1,9 @@
-"""navigator.ml inside dedicated Web Workers that load the polyfill: a classic worker (importScripts of the
-bundle) and a module worker (import of the bundle), each booting its own runtime and nested execution worker.
-https://www.w3.org/TR/webnn/#api-navigator-ml (Exposed=(Window, Worker))
+"""navigator.ml inside every kind of worker that loads the polyfill (the draft exposes WebNN to Window and
+Worker): dedicated workers (classic through importScripts, module through import), shared workers (classic and
+module) and service workers (classic, and module importing Pyodide's scripts statically). Each builds and
+dispatches graphs and reads their values. Where the scope has no nested `Worker` (service workers in both
+browsers, shared workers in Chromium) the engine runs in the worker's own thread; elsewhere in a nested
+execution worker. https://www.w3.org/TR/webnn/#api-navigator-ml (Exposed=(Window, Worker))
 """
 
 from __future__ import annotations
@@ -13,22 +16,29 @@ from pages import open_page
 
 pytestmark = pytest.mark.browser
 
-WORKER_BOOT_MS = 240_000
+WORKER_BOOT_MS = 360_000
+
+SCOPES = {"dedicated": "runWorker", "shared": "runShared", "service": "runService"}
+CASES = [(scope, kind) for scope in SCOPES for kind in ("classic", "module")]
 
 
 @pytest.fixture(scope="module")
-def worker_reports(browser: Any, dev_server: str) -> Iterator[dict[str, Any]]:
-    """Both kinds of worker, run side by side in one page; their reports by kind."""
+def worker_reports(browser: Any, dev_server: str) -> Iterator[dict[Any, Any]]:
+    """Every (scope, kind) case run in one page: the two kinds of a scope side by side, one scope after the
+    other (each case boots two Pyodides); their reports by (scope, kind)."""
     context = browser.new_context()
     page, errors = open_page(context, f"{dev_server}/test/worker.html", WORKER_BOOT_MS)
-    reports = page.evaluate("() => Promise.all([runWorker('classic'), runWorker('module')])")
-    yield {r["kind"]: r for r in reports} | {"pageErrors": errors}
+    reports: dict[Any, Any] = {}
+    for scope, run in SCOPES.items():
+        pair = page.evaluate(f"() => Promise.all([{run}('classic'), {run}('module')])")
+        reports |= {(scope, r["kind"]): r for r in pair}
+    yield reports | {"pageErrors": errors}
     context.close()
 
 
-@pytest.mark.parametrize("kind", ["classic", "module"])
-def test_navigator_ml_works_inside_a_dedicated_worker(worker_reports: dict[str, Any], kind: str) -> None:
-    r = worker_reports[kind]
+@pytest.mark.parametrize(("scope", "kind"), CASES)
+def test_navigator_ml_works_inside_a_worker(worker_reports: dict[Any, Any], scope: str, kind: str) -> None:
+    r = worker_reports[(scope, kind)]
     assert "error" not in r, r.get("error")
     assert r["hasML"] and r["installed"] and r["mlIsPolyfill"] and r["globals"]
     assert r["fib40"] == 102334155
@@ -36,5 +46,11 @@ def test_navigator_ml_works_inside_a_dedicated_worker(worker_reports: dict[str, 
     assert r["readDestroyed"] == "InvalidStateError" and r["builderAfterBuild"] == "InvalidStateError"
     assert r["limitsOps"] == 100
     assert r["lost"]
+    # a nested execution worker wherever the scope can start one, else the engine in the worker's own thread
+    assert r["engine"] == ("worker" if r["nestedWorker"] else "in-thread")
+    if scope == "dedicated":
+        assert r["engine"] == "worker"
+    if scope == "service":
+        assert r["engine"] == "in-thread"  # no browser starts workers from a service worker
     assert not worker_reports["pageErrors"]
-    print(f"{kind} worker: createContext (boot) {r['bootMs']} ms")
+    print(f"{scope} {kind} worker: engine {r['engine']}, createContext (boot) {r['bootMs']} ms")

@@ -1,7 +1,7 @@
 """py_core.bridge under plain CPython: the hosts driven the way the JS side drives them.
 
 polyfill/src/runtime.js calls BuilderHost.call_json(method, JSON.stringify(args)) and JSON.parses the reply;
-polyfill/src/worker.js calls pyodide_glue, whose functions wrap WorkerHost methods in safe_call, pass the
+polyfill/src/engine.js calls pyodide_glue, whose functions wrap WorkerHost methods in safe_call, pass the
 page's graph text on unchanged and copy each Uint8Array once into the target array's bytes.  Here the same
 calls are made with plain Python data; only pyodide_glue (JS proxies) needs Pyodide and is covered by
 tests/pyodide and tests/browser.  Numbers are checked against NumPy computed directly.

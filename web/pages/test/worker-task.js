@@ -1,6 +1,9 @@
-// Runs in a dedicated worker after the polyfill loaded: uses navigator.ml as a page would and posts a report.
-self.onmessage = async (event) => {
-  const report = {kind: event.data.kind, hasML: 'ml' in navigator};
+// Runs in a worker (dedicated, shared or service) after the polyfill loaded: uses navigator.ml as a page would.
+// runWebnnTask(kind) resolves with a report; each worker script sends it back its own way (a dedicated worker
+// here, on its first message).
+self.runWebnnTask = async (kind) => {
+  const report = {kind, hasML: 'ml' in navigator, engine: self.webnnPolyfill && self.webnnPolyfill.engine,
+    nestedWorker: typeof Worker === 'function'};
   const errorName = async (fn) => {
     try { await fn(); return 'ok'; } catch (e) { return e.name; }
   };
@@ -35,5 +38,9 @@ self.onmessage = async (event) => {
   } catch (e) {
     report.error = `${e.name}: ${e.message}`;
   }
-  self.postMessage(report);
+  return report;
 };
+
+if (typeof DedicatedWorkerGlobalScope !== 'undefined' && self instanceof DedicatedWorkerGlobalScope) {
+  self.onmessage = async (event) => self.postMessage(await self.runWebnnTask(event.data.kind));
+}
