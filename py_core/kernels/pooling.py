@@ -110,7 +110,7 @@ def _global_mean_native(x: np.ndarray, layout: str) -> np.ndarray:
 
 
 def _pool_kernel(kind: str) -> Callable[..., np.ndarray]:
-    def kernel(input: np.ndarray, roundingType: str = "floor", **options: object) -> np.ndarray:
+    def kernel(input: np.ndarray, outputShapeRounding: str = "floor", **options: object) -> np.ndarray:
         return _pool(kind, input, **options)  # type: ignore[arg-type]
 
     kernel.__name__ = f"{kind}_pool2d"

@@ -54,7 +54,7 @@ def _pool(call: OpCall) -> OperandDescriptor:
                       f"[{fh[1]}, {fw[1]}] (ceil)")
         sizes = list(given)
     else:
-        k = 1 if call["roundingType"] == "ceil" else 0
+        k = 1 if call["outputShapeRounding"] == "ceil" else 0
         sizes = [fh[k], fw[k]]
     if sizes[0] < 1 or sizes[1] < 1:
         call.fail(f"output sizes {sizes} are not valid: the input [{h}, {w}] with padding {padding} is "
@@ -73,7 +73,7 @@ def pool_row(name: str, types: frozenset[DataType]) -> OpSpec:
             value("windowDimensions", ULONGS, ABSENT),
             *window_params(),
             input_layout_option("layout"),
-            enum("roundingType", "MLRoundingType", ("floor", "ceil"), "floor"),
+            enum("outputShapeRounding", "MLRoundingType", ("floor", "ceil"), "floor"),
             value("outputSizes", ULONGS, ABSENT),
         ),
         _pool,

@@ -219,7 +219,7 @@ POOL_CASES = [
          dilations=[1, 30000]),
     # ceil rounding slides the last window far past the end padding
     dict(x=(1, 1, 7, 7), windowDimensions=[3, 3], padding=[9000, 0, 1, 1], strides=[9000, 3], dilations=[2, 2],
-         roundingType="ceil"),
+         outputShapeRounding="ceil"),
 ]
 
 

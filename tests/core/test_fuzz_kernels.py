@@ -296,7 +296,7 @@ def test_pools(case: dict[str, Any]) -> None:
     assume(not skip_numpy(n * c * reach_h * reach_w, "pool2d"))
     x = np.random.default_rng(case["seed"]).uniform(-1, 1, (n, c, h, w)).astype(np.float32)
     options = {"windowDimensions": [kh, kw], "padding": [pt, pb, pl, pr], "strides": [sh, sw],
-               "dilations": [dh, dw], "layout": layout, "roundingType": "ceil" if case["ceil"] else "floor"}
+               "dilations": [dh, dw], "layout": layout, "outputShapeRounding": "ceil" if case["ceil"] else "floor"}
     xin = x if layout == "nchw" else np.ascontiguousarray(x.transpose(0, 2, 3, 1))
     paths = run_both(lambda b, hs: b.call(f"{kind}Pool2d", {"input": hs["x"], **options}), {"x": xin})
     want = ref.pool2d(kind, x, (kh, kw), options["padding"], (sh, sw), (dh, dw), sizes)

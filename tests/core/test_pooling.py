@@ -78,11 +78,11 @@ def random_pool_case(seed: int, kind: str):
     if pick == 0:
         out = floor
     elif pick == 1:
-        options["roundingType"], out = "ceil", ceil
+        options["outputShapeRounding"], out = "ceil", ceil
     else:
         out = ceil if rng.random() < 0.5 else floor
         options["outputSizes"] = out
-        options["roundingType"] = str(rng.choice(["floor", "ceil"]))  # ignored when outputSizes is given
+        options["outputShapeRounding"] = str(rng.choice(["floor", "ceil"]))  # ignored when outputSizes is given
     shape = (int(rng.integers(1, 3)), int(rng.integers(1, 4)), *hw)
     if dtype.kind == "f":
         x = rng.uniform(-5, 5, shape).astype(dtype)
@@ -116,12 +116,12 @@ def test_pools_against_torch(dtype):
     cases = [
         ("averagePool2d", dict(windowDimensions=[3, 3], padding=[1, 1, 1, 1], strides=[2, 2]),
          F.avg_pool2d(xt, 3, 2, 1, count_include_pad=False)),
-        ("averagePool2d", dict(windowDimensions=[2, 3], strides=[2, 2], roundingType="ceil"),
+        ("averagePool2d", dict(windowDimensions=[2, 3], strides=[2, 2], outputShapeRounding="ceil"),
          F.avg_pool2d(xt, (2, 3), 2, ceil_mode=True, count_include_pad=False)),
         ("maxPool2d", dict(windowDimensions=[3, 2], padding=[1, 1, 1, 1], strides=[2, 1],
                            dilations=[2, 3]),
          F.max_pool2d(xt, (3, 2), (2, 1), 1, dilation=(2, 3))),
-        ("maxPool2d", dict(windowDimensions=[2, 2], strides=[2, 3], roundingType="ceil"),
+        ("maxPool2d", dict(windowDimensions=[2, 2], strides=[2, 3], outputShapeRounding="ceil"),
          F.max_pool2d(xt, 2, (2, 3), ceil_mode=True)),
         ("l2Pool2d", dict(windowDimensions=[3, 2], strides=[1, 2]), F.lp_pool2d(xt, 2, (3, 2), (1, 2))),
         ("averagePool2d", {}, xt.mean(dim=(2, 3), keepdim=True)),
@@ -150,10 +150,10 @@ def test_pool_window_past_the_input():
     """ceil rounding can start a window in (or past) the end padding: it pools only the input taps."""
     x = np.arange(1, 6, dtype=F32).reshape(1, 1, 1, 5)
     got = run("averagePool2d", x, windowDimensions=[1, 2], padding=[0, 0, 0, 2], strides=[1, 3],
-              roundingType="ceil")
+              outputShapeRounding="ceil")
     np.testing.assert_array_equal(got.ravel(), [1.5, 4.5, 0.0])  # [1, 2], [4, 5], then padding only
     got = run("maxPool2d", x, windowDimensions=[1, 2], padding=[0, 0, 0, 2], strides=[1, 3],
-              roundingType="ceil")
+              outputShapeRounding="ceil")
     np.testing.assert_array_equal(got.ravel(), [2, 5, -np.inf])
 
 
@@ -270,7 +270,7 @@ ERRORS = [
      "2 values"),
     ("l2Pool2d", d([1, 2, 5, 5]), {"windowDimensions": [2, 2], "outputSizes": [0, 4]}, "outputSizes [0, 4]"),
     ("l2Pool2d", d([1, 2, 5, 5]), {"layout": "nwhc"}, "not a valid value"),
-    ("l2Pool2d", d([1, 2, 5, 5]), {"roundingType": "round"}, "not a valid value"),
+    ("l2Pool2d", d([1, 2, 5, 5]), {"outputShapeRounding": "round"}, "not a valid value"),
     ("maxPool2d", d([1, 3, 5, 5]), {"padding": [2**32 - 1, 2**32 - 1, 0, 0]}, "output dimension"),
     ("resample2d", d([2, 4]), {}, "rank 2"),
     ("resample2d", d([1, 1, 2, 4], "int32"), {}, "data type int32"),
@@ -304,9 +304,9 @@ VALID = [  # WPT validation_tests/pooling.https.any.js and resample2d.https.any.
     ([1, 3, 5, 5], {"windowDimensions": [5, 5], "padding": [2, 2, 2, 2]}, [1, 3, 5, 5]),
     ([1, 3, 7, 7], {"windowDimensions": [4, 4], "padding": [2, 1, 2, 1], "strides": [2, 2]}, [1, 3, 4, 4]),
     ([1, 3, 7, 7], {"windowDimensions": [4, 4], "padding": [1, 1, 1, 1], "strides": [2, 2],
-                    "roundingType": "ceil"}, [1, 3, 4, 4]),
+                    "outputShapeRounding": "ceil"}, [1, 3, 4, 4]),
     ([1, 3, 7, 7], {"windowDimensions": [4, 4], "padding": [1, 1, 1, 1], "strides": [2, 2],
-                    "roundingType": "ceil", "outputSizes": [3, 3]}, [1, 3, 3, 3]),
+                    "outputShapeRounding": "ceil", "outputSizes": [3, 3]}, [1, 3, 3, 3]),
     ([1, 3, 7, 7], {"windowDimensions": [4, 4], "padding": [1, 1, 1, 1], "strides": [2, 2],
                     "outputSizes": [4, 4]}, [1, 3, 4, 4]),
     ([1, 5, 5, 2], {"windowDimensions": [3, 3], "layout": "nhwc"}, [1, 3, 3, 2]),
