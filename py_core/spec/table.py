@@ -338,7 +338,20 @@ def validate(spec: OpSpec, operands: Mapping[str, Descs], options: Mapping[str, 
     outputs = result if isinstance(result, list) else [result]
     for out in outputs:
         check_output_descriptor(prefix, out)
+        check_working_copy(prefix, out)
     return outputs, call.options
+
+
+# bytes of the float32 copy a float16 kernel works in (kernels/common.compute_dtype widens, rounds once at the end)
+F16_WORKING_BYTES = 4
+
+
+def check_working_copy(prefix: str, desc: OperandDescriptor) -> None:
+    """An operator's float16 output is computed in float32: that copy must fit maxTensorByteLength as well."""
+    if desc.data_type is DataType.FLOAT16 and desc.element_count * F16_WORKING_BYTES > MAX_TENSOR_BYTE_LENGTH:
+        _fail(prefix, f"output {desc} is computed in float32, {desc.element_count * F16_WORKING_BYTES} bytes, "
+                      f"more than maxTensorByteLength ({MAX_TENSOR_BYTE_LENGTH}): an implementation limit of "
+                      f"float16 operators here")
 
 
 def operand_types(spec: OpSpec, name: str) -> frozenset[DataType]:

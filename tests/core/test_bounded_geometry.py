@@ -288,6 +288,17 @@ def test_output_over_the_byte_limit_is_refused_at_the_builder_call():
                                      "up"), "up", "convTranspose2d", "maxTensorByteLength")
 
 
+def test_float16_output_whose_float32_working_copy_is_over_the_limit_is_refused():
+    """float16 kernels compute in float32: an output of 2^29 float16 elements (1 GiB, within maxTensorByteLength)
+    needs a 2 GiB working copy, so the builder call refuses it, naming op, label and limit; one under it builds."""
+    b = GraphBuilder()
+    x = b.input("x", {"dataType": "float16", "shape": [2**15, 2**14]})  # 1 GiB: an input is not computed
+    assert_type_error(lambda: b.call("relu", {"input": x}, "act"), "act", "relu", "computed in float32",
+                      "maxTensorByteLength (2147483647)")
+    small = b.input("s", {"dataType": "float16", "shape": [2**15, 2**13]})  # 2^28 elements: a 1 GiB copy
+    assert b.call("relu", {"input": small}, "ok").shape == [2**15, 2**13]
+
+
 def test_unexpected_errors_keep_python_text_out_of_the_message(caplog):
     """A real NumPy failure becomes a WebNN error naming the op and label; its text goes to the log only."""
     try:
