@@ -279,14 +279,16 @@ def _write_manifest(target: Path, files: dict[str, dict[str, Any]]) -> None:
 
 
 @contextlib.contextmanager
-def _locked(target: Path) -> Iterator[None]:
-    """Serialise concurrent runs (e.g. pytest-xdist workers) on one cache dir; no-op without fcntl."""
+def locked(lock_file: Path) -> Iterator[None]:
+    """Serialise concurrent runs (pytest-xdist workers, two `make test` at once) on one cache through an
+    exclusive lock on lock_file; no-op without fcntl."""
     try:
         import fcntl
     except ImportError:  # Windows: no lock, runs are still safe thanks to .part + rename
         yield
         return
-    with (target / ".lock").open("w") as fh:
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with lock_file.open("w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
@@ -299,7 +301,7 @@ def ensure_pyodide_assets(cache_dir: Path | None = None, *, quiet: bool = False)
     log = _Log(quiet)
     target = asset_dir(Path(cache_dir) if cache_dir else None)
     target.mkdir(parents=True, exist_ok=True)
-    with _locked(target):
+    with locked(target / ".lock"):
         manifest = _read_manifest(target)
         files: dict[str, dict[str, Any]] = dict(manifest.get("files", {}))
         changed = False

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import contextlib
 import hashlib
 import json
 import os
@@ -27,13 +26,13 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-# the cache root, chunked hashing: one home in fetch_assets.py beside this file (found also when loaded by path)
+# the cache root, chunked hashing and the cache lock: one home in fetch_assets.py beside this file
+# (found also when this file is loaded by path)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fetch_assets import CHUNK, default_cache_root, sha256_file  # noqa: E402
+from fetch_assets import CHUNK, default_cache_root, locked, sha256_file  # noqa: E402
 
 PACKAGE = "@sparticuz/chromium"
 VERSION = "153.0.0"
@@ -220,29 +219,12 @@ def install(target: Path, quiet: bool) -> dict[str, Any]:
     return manifest
 
 
-@contextlib.contextmanager
-def _locked(root: Path) -> Iterator[None]:
-    """Serialise concurrent runs on one cache (two `make test` at once); no-op without fcntl."""
-    try:
-        import fcntl
-    except ImportError:
-        yield
-        return
-    root.mkdir(parents=True, exist_ok=True)
-    with (root / ".chromium.lock").open("w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def ensure_native_chromium(cache_root: Path | None = None, *, verify: bool = False, quiet: bool = False) -> Path:
     """The chromium binary's path, installing it first when needed; Unavailable (recorded in status.json)
     when this machine cannot have it."""
     root = cache_root or default_cache_root()
     target = install_dir(root)
-    with _locked(root):
+    with locked(root / ".chromium.lock"):
         if installed(target, verify=verify):
             _log(f"ok: {target / BINARY} ({read_json(target / MANIFEST).get('version', '?')})", quiet)
             return target / BINARY
