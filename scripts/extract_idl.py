@@ -42,12 +42,29 @@ def blocks(text: str) -> list[str]:
     return found
 
 
-def generate(source: Path = SOURCE) -> str:
-    readme = (source.parent / "README.md").read_text()
-    m = SOURCE_LINE.search(readme)
+def provenance_of(readme: Path) -> str:
+    """The 'Source:' line of the vendored draft's README (repository, commit, date)."""
+    m = SOURCE_LINE.search(readme.read_text())
     if not m:
-        raise SystemExit(f"{source.parent / 'README.md'}: no 'Source:' line")
-    return HEADER.format(source=m.group(1)) + "".join("\n" + b for b in blocks(source.read_text()))
+        raise SystemExit(f"{readme}: no 'Source:' line")
+    return m.group(1).strip()
+
+
+def generate(source: Path = SOURCE) -> str:
+    return HEADER.format(source=provenance_of(source.parent / "README.md")) + "".join(
+        "\n" + b for b in blocks(source.read_text()))
+
+
+def write_or_check(out: Path, text: str, check: bool, command: str) -> int:
+    """--check: 1 when out is not text (saying to run command); else rewrite out only when it changed."""
+    if check:
+        if not out.exists() or out.read_text() != text:
+            print(f"{out} is stale: run {command}", file=sys.stderr)
+            return 1
+        return 0
+    if not out.exists() or out.read_text() != text:
+        out.write_text(text)
+    return 0
 
 
 def main(argv: list[str]) -> int:
@@ -55,15 +72,7 @@ def main(argv: list[str]) -> int:
     args = [a for a in argv if a != "--check"]
     source = Path(args[0]) if args else SOURCE
     out = Path(args[1]) if len(args) > 1 else OUT
-    text = generate(source)
-    if check:
-        if not out.exists() or out.read_text() != text:
-            print(f"{out} is stale: run python scripts/extract_idl.py", file=sys.stderr)
-            return 1
-        return 0
-    if not out.exists() or out.read_text() != text:
-        out.write_text(text)
-    return 0
+    return write_or_check(out, generate(source), check, "python scripts/extract_idl.py")
 
 
 if __name__ == "__main__":

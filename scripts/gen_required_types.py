@@ -17,8 +17,11 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-ROOT = Path(__file__).resolve().parent.parent
-SOURCE = ROOT / "tests" / "data" / "spec" / "index.bs"
+# the vendored draft, its provenance line and the write-or-check of a generated file: one home in extract_idl.py
+# beside this file (found also when this file is loaded by path)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from extract_idl import ROOT, SOURCE, provenance_of, write_or_check  # noqa: E402
+
 OUT = ROOT / "py_core" / "spec" / "required.py"
 
 TABLE = re.compile(r"<table id=(tensor-limits-[\w-]+)[^>]*\blink-for=\"([^\"]+)\"[^>]*>(.*?)</table>", re.S)
@@ -105,14 +108,6 @@ def render(required: dict[str, dict[str, tuple[tuple[str, ...], tuple[int, int]]
     return "\n".join(lines) + "\n"
 
 
-def provenance_of(readme: Path) -> str:
-    """The 'Source:' line of the vendored draft's README (repository, commit, date)."""
-    for line in readme.read_text().splitlines():
-        if line.startswith("Source:"):
-            return line.removeprefix("Source:").strip()
-    raise SystemExit(f"{readme}: no 'Source:' line")
-
-
 def generate(source: Path = SOURCE) -> str:
     required, _ = parse(source.read_text())
     return render(required, provenance_of(source.parent / "README.md"))
@@ -124,13 +119,10 @@ def main(argv: list[str]) -> int:
     source = Path(args[0]) if args else SOURCE
     out = Path(args[1]) if len(args) > 1 else OUT
     text = generate(source)
+    if write_or_check(out, text, check, "python scripts/gen_required_types.py"):
+        return 1
     if check:
-        if not out.exists() or out.read_text() != text:
-            print(f"{out}: stale; run python scripts/gen_required_types.py", file=sys.stderr)
-            return 1
         return 0
-    if not out.exists() or out.read_text() != text:
-        out.write_text(text)
     ops = text.count("': {")
     print(f"{out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}: {ops} operators")
     return 0
