@@ -196,12 +196,17 @@ async () => {
   // a client's way: the global constructor, given a polyfill context
   const ctx = await P.ml.createContext();
   const b = new MLGraphBuilder(ctx);
-  const poly = await relu(ctx, b);
-  r.polyfill = {
-    result: poly.out, builderIsPolyfill: b instanceof P.MLGraphBuilder, builderInstanceofGlobal: b instanceof MLGraphBuilder,
-    instanceofGlobals: [ctx instanceof MLContext, poly.g instanceof MLGraph, poly.x instanceof MLOperand,
-                        poly.t instanceof MLTensor, P.ml instanceof ML],
+  // what a client sees of one implementation's objects, built through the global constructor
+  const seen = async (c, builder, ml) => {
+    const run = await relu(c, builder);
+    return {
+      result: run.out, builderIsPolyfill: builder instanceof P.MLGraphBuilder,
+      builderInstanceofGlobal: builder instanceof MLGraphBuilder,
+      instanceofGlobals: [c instanceof MLContext, run.g instanceof MLGraph, run.x instanceof MLOperand,
+                          run.t instanceof MLTensor, ml instanceof ML],
+    };
   };
+  r.polyfill = await seen(ctx, b, P.ml);
   r.plainObjects = [{} instanceof MLGraphBuilder, {} instanceof MLContext, {} instanceof MLTensor, 1 instanceof MLGraph];
   r.withoutNew = threw(() => MLGraphBuilder(ctx));
   r.notAContext = threw(() => new MLGraphBuilder({}));
@@ -214,13 +219,7 @@ async () => {
   let nctx = null;
   try { nctx = P.native && await P.native.createContext(); } catch (e) { r.nativeError = e.name; }
   if (nctx) {
-    const nb = new MLGraphBuilder(nctx);
-    const nat = await relu(nctx, nb);
-    r.native = {
-      result: nat.out, builderIsPolyfill: nb instanceof P.MLGraphBuilder, builderInstanceofGlobal: nb instanceof MLGraphBuilder,
-      instanceofGlobals: [nctx instanceof MLContext, nat.g instanceof MLGraph, nat.x instanceof MLOperand,
-                          nat.t instanceof MLTensor, P.native instanceof ML],
-    };
+    r.native = await seen(nctx, new MLGraphBuilder(nctx), P.native);
     nctx.destroy();
   }
   return r;
