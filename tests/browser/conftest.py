@@ -4,18 +4,14 @@ per browser shared by the tests that allow it."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from pages import open_page
+from pages import POLYFILL_BOOT, booted_page
 
 from web.bench.session import dev_server as serve_dev_server
 from web.browsers import launch_args, native_chromium_launch_args
 from web.scripts import load_script
-
-# One test graph run plus Pyodide boot stays well under this; a hang fails instead of stalling CI.
-BOOT_TIMEOUT_MS = 120_000
 
 
 @pytest.fixture(scope="session")
@@ -31,20 +27,6 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any], browser_n
     return launch_args(browser_name, base=browser_type_launch_args)
 
 
-@contextmanager
-def booted_page(browser: Any, url: str, boot_js: str) -> Iterator[Any]:
-    """A page at url in a fresh context of `browser`, after boot_js ran; its page errors in `webnn_errors`."""
-    context = browser.new_context()
-    page, errors = open_page(context, url, BOOT_TIMEOUT_MS)
-    page.evaluate(boot_js)
-    page.webnn_errors = errors  # type: ignore[attr-defined]
-    try:
-        yield page
-    finally:
-        context.close()
-
-
-POLYFILL_BOOT = "async () => { window.__ctx = await navigator.ml.createContext(); }"
 
 
 @pytest.fixture(scope="session")

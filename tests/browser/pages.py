@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -14,6 +16,24 @@ def open_page(owner: Any, url: str, timeout_ms: int) -> tuple[Any, list[str]]:
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(url)
     return page, errors
+
+
+# One graph run plus Pyodide boot stays well under this; a hang fails instead of stalling CI.
+BOOT_TIMEOUT_MS = 120_000
+POLYFILL_BOOT = "async () => { window.__ctx = await navigator.ml.createContext(); }"
+
+
+@contextmanager
+def booted_page(browser: Any, url: str, boot_js: str) -> Iterator[Any]:
+    """A page at url in a fresh context of `browser`, after boot_js ran; its page errors in `webnn_errors`."""
+    context = browser.new_context()
+    page, errors = open_page(context, url, BOOT_TIMEOUT_MS)
+    page.evaluate(boot_js)
+    page.webnn_errors = errors  # type: ignore[attr-defined]
+    try:
+        yield page
+    finally:
+        context.close()
 
 
 # Runs one single-operator graph; the filter is a graph input or a constant.  Resolves to {y} or {error}.

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from pages import open_page
+from pages import POLYFILL_BOOT, booted_page, open_page
 
 pytestmark = pytest.mark.browser
 
@@ -106,9 +106,17 @@ def test_tampered_core_wheel_is_an_error(browser: Any, dev_server: str) -> None:
     assert "was not installed" in out["message"]
 
 
-def test_worker_stats_report_memory_that_a_destroyed_tensor_gives_back(webnn_page: Any) -> None:
+@pytest.fixture(scope="module")
+def quiet_page(browser: Any, dev_server: str) -> Iterator[Any]:
+    """A booted page of its own: on the shared one, objects earlier tests left to the garbage collector are released
+    in the worker at any time, moving the figures this module compares."""
+    with booted_page(browser, f"{dev_server}/test/smoke.html", POLYFILL_BOOT) as page:
+        yield page
+
+
+def test_worker_stats_report_memory_that_a_destroyed_tensor_gives_back(quiet_page: Any) -> None:
     """workerStats()'s memory figures (what scripts/soak.py watches) move with a 16 MiB tensor's life."""
-    out = webnn_page.evaluate(r"""async () => {
+    out = quiet_page.evaluate(r"""async () => {
       const ctx = window.__ctx, P = webnnPolyfill;
       const desc = {dataType: 'float32', shape: [1024, 4096], readable: true, writable: true};
       const before = await P.workerStats();
