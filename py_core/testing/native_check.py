@@ -16,7 +16,10 @@ from py_core.kernels import native
 from py_core.testing import reference
 
 GEMM_SHAPES = [(1, 1, 1), (4, 8, 3), (5, 9, 17), (7, 3, 2), (64, 64, 64), (65, 130, 33), (3, 1000, 1280),
-               (200, 12, 5)]
+               (200, 12, 5),
+               # the packed product: several K blocks (KC 256) and N blocks (NC 256), a partial last panel,
+               # an odd row left after the 2-row tiles, exactly one panel
+               (33, 300, 600), (2, 16, 1), (3, 17, 257), (131, 49, 160), (1, 40, 7)]
 GEMM_LAYOUTS = ["plain", "a_transposed", "b_strided"]
 EPILOGUES = [(native.ACT_NONE, 0.0, 0.0), (native.ACT_CLAMP, 0.0, 6.0), (native.ACT_CLAMP, -0.5, float("inf")),
              (native.ACT_HARD_SWISH, 0.0, 0.0)]
@@ -27,6 +30,12 @@ CONV_CASES = [  # (n, c, h, w, kh, kw, strides, dilations, padding top/bottom/le
     (1, 12, 13, 13, 3, 3, (1, 2), (2, 1), (2, 0, 1, 3)),
     (1, 3, 6, 6, 1, 1, (1, 1), (1, 1), (0, 0, 0, 0)),
     (1, 20, 17, 19, 3, 3, (2, 2), (1, 1), (1, 1, 1, 1)),
+    # the 3x3 depthwise fast path (rows whose taps are all inside, eight columns per step, an overlapping last
+    # vector): wide rows, strides 1 and 2 in either direction, padding on one side only
+    (1, 4, 30, 37, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
+    (1, 3, 31, 40, 3, 3, (2, 2), (1, 1), (0, 1, 0, 1)),
+    (1, 2, 12, 21, 3, 3, (2, 1), (1, 1), (1, 1, 0, 2)),
+    (1, 2, 9, 26, 3, 3, (1, 2), (1, 1), (0, 0, 3, 0)),
 ]
 
 
@@ -83,13 +92,19 @@ def gemm_case(rng: np.random.Generator, shape: tuple[int, int, int], layout: str
     return error(native.sgemm(a, b), a.astype(np.float64) @ b.astype(np.float64)), tolerance(k)
 
 
-def epilogue_case(rng: np.random.Generator, bias_mode: int, act: int, lo: float, hi: float) -> tuple[float, float]:
-    """(error, tolerance) of a product with a bias per row or column and a fused activation."""
-    m, n, k = 13, 21, 9
+def epilogue_case(rng: np.random.Generator, bias_mode: int, act: int, lo: float, hi: float,
+                  shape: tuple[int, int, int] = (13, 21, 9), prepacked: bool = False) -> tuple[float, float]:
+    """(error, tolerance) of a product with a bias per row or column and a fused activation; with prepacked,
+    B packed once (native.PackedB, the constant-weight path) and A read transposed."""
+    m, n, k = shape
     a = (rng.standard_normal((m, k)) * 2).astype(np.float32)
     b = (rng.standard_normal((k, n)) * 2).astype(np.float32)
     bias = rng.standard_normal(m if bias_mode == native.BIAS_PER_ROW else n).astype(np.float32)
-    got = native.sgemm(a, b, bias=bias, bias_mode=bias_mode, act=act, lo=lo, hi=hi)
+    if prepacked:
+        a = np.asfortranarray(a)
+        got = native.sgemm_packed(a, native.PackedB(b), bias=bias, bias_mode=bias_mode, act=act, lo=lo, hi=hi)
+    else:
+        got = native.sgemm(a, b, bias=bias, bias_mode=bias_mode, act=act, lo=lo, hi=hi)
     y = a.astype(np.float64) @ b.astype(np.float64)
     y += bias[:, None] if bias_mode == native.BIAS_PER_ROW else bias[None, :]
     return error(got, act_ref(y, act, lo, hi)), tolerance(k)
@@ -281,6 +296,10 @@ def cases() -> Iterator[tuple[str, Any]]:
         for act, lo, hi in EPILOGUES:
             yield f"epilogue bias{mode} act{act} [{lo}, {hi}]", \
                 lambda m=mode, a=act, lo_=lo, hi_=hi: epilogue_case(rng, m, a, lo_, hi_)
+            for shape in ((7, 40, 300), (5, 270, 3), (1, 33, 20)):
+                for pre in (False, True):
+                    yield f"epilogue {shape} prepacked={pre} bias{mode} act{act} [{lo}, {hi}]", \
+                        lambda m=mode, a=act, lo_=lo, hi_=hi, s=shape, p=pre: epilogue_case(rng, m, a, lo_, hi_, s, p)
     for case in CONV_CASES:
         for layout in ("nchw", "nhwc"):
             yield f"depthwise {case} {layout}", lambda c=case, lay=layout: depthwise_case(rng, c, lay)

@@ -34,15 +34,46 @@ INT32_MAX = 2**31 - 1
 
 _P, _L, _E, _F = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_float  # _E: the small act/bias codes
 _SIGNATURES = {
-    "wk_sgemm": [_L, _L, _L, _P, _L, _L, _P, _L, _P, _L, _P, _E, _E, _F, _F],
+    "wk_sgemm": [_L, _L, _L, _P, _L, _L, _P, _L, _P, _L, _P, _E, _E, _F, _F, _P],
+    "wk_sgemm_work": [_L, _L],
+    "wk_depthwise_nchw_work": [_L] * 4,
+    "wk_packed_b_size": [_L, _L],
+    "wk_pack_b": [_L, _L, _P, _L, _P],
+    "wk_sgemm_packed": [_L, _L, _L, _P, _L, _L, _P, _P, _L, _P, _E, _E, _F, _F],
     "wk_im2col_nhwc": [_L] * 4 + [_P] + [_L] * 10 + [_P],
     "wk_im2col_nchw": [_L] * 3 + [_P] + [_L] * 10 + [_P],
     "wk_depthwise_nhwc": [_L] * 4 + [_P, _L, _L, _P] + [_L] * 8 + [_P, _P, _E, _F, _F],
-    "wk_depthwise_nchw": [_L] * 4 + [_P, _L, _L, _P] + [_L] * 8 + [_P, _P, _E, _F, _F],
+    "wk_depthwise_nchw": [_L] * 4 + [_P, _L, _L, _P] + [_L] * 8 + [_P, _P, _E, _F, _F, _P],
     "wk_resample_linear": [_L] * 4 + [_P, _L, _L] + [_P] * 9,
     "wk_sigmoid": [_P, _L],
     "wk_activation": [_P, _P, _L, _E, _F, _F],
 }
+
+
+_SIZES = ("wk_sgemm_work", "wk_packed_b_size", "wk_depthwise_nchw_work")  # the functions returning an int64
+# the packed product's blocking, as in webnn_kernels.c (tests/core/test_native_kernels.py checks they agree)
+PANEL, KC, NC = 16, 256, 256
+
+
+def sgemm_work_size(n: int, k: int) -> int:
+    """Floats of the work buffer wk_sgemm packs B into (one block of KC rows x NC columns)."""
+    return min(k, KC) * -(-min(n, NC) // PANEL) * PANEL
+
+
+def depthwise_work_size(kh: int, kw: int, strides: Sequence[int], dilations: Sequence[int], oh: int,
+                        ow: int) -> int:
+    """Floats of the padded plane the NCHW depthwise kernel's 3x3 path copies each channel into; 0 where that
+    path does not apply (other windows, dilations, a column stride past 2, or a plane past 2^24 floats)."""
+    sh, sw = strides
+    if (kh, kw) != (3, 3) or tuple(dilations) != (1, 1) or sw > 2:
+        return 0
+    size = ((oh - 1) * sh + 3) * ((ow - 1) * sw + 4)
+    return size if size <= 2**24 else 0
+
+
+def packed_b_size(n: int, k: int) -> int:
+    """Floats of a whole [K, N] B packed by wk_pack_b."""
+    return k * -(-n // PANEL) * PANEL
 
 
 class NativeRangeError(ValueError):
@@ -58,7 +89,7 @@ def _load() -> ctypes.CDLL | None:
     lib = ctypes.CDLL(str(path))
     for name, args in _SIGNATURES.items():
         fn = getattr(lib, name)
-        fn.argtypes, fn.restype = args, None
+        fn.argtypes, fn.restype = args, (_L if name in _SIZES else None)
     return lib
 
 
@@ -133,8 +164,60 @@ def sgemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None, bias: np.
     _require(bias_mode in (BIAS_NONE, BIAS_PER_ROW, BIAS_PER_COL) and act in (ACT_NONE, ACT_CLAMP, ACT_HARD_SWISH)
              and (bias is None or (_f32_c(bias) and bias.size == (m if bias_mode == BIAS_PER_ROW else n))),
              "sgemm bias/activation")
+    work = np.empty(sgemm_work_size(n, k), F32) if m >= 2 and n >= PANEL else None
     _LIB.wk_sgemm(m, n, k, _ptr(a), a.strides[0] // 4, a.strides[1] // 4, _ptr(b), b.strides[0] // 4,
-                  _ptr(out), out.strides[0] // 4, _ptr(bias), bias_mode, act, lo, hi)
+                  _ptr(out), out.strides[0] // 4, _ptr(bias), bias_mode, act, lo, hi, _ptr(work))
+    return out
+
+
+class PackedB:
+    """A constant right-hand side [K, N] packed once into the panels the product reads (wk_pack_b)."""
+
+    def __init__(self, b: np.ndarray):
+        assert _LIB is not None
+        _require(b.dtype == F32 and b.ndim == 2 and b.size > 0 and b.strides[1] == 4 and b.strides[0] % 4 == 0
+                 and _fit(*b.shape, *b.strides), "pack_b")
+        self.k, self.n = b.shape
+        self.data = np.empty(packed_b_size(self.n, self.k), F32)
+        _LIB.wk_pack_b(self.n, self.k, _ptr(b), b.strides[0] // 4, _ptr(self.data))
+
+    def unpack(self) -> np.ndarray:
+        """B [K, N] again, as a new array (for the NumPy kernels when the C kernels are off): the packed layout
+        is K blocks of KC rows, each as panels of PANEL columns stored k-major."""
+        width = -(-self.n // PANEL) * PANEL
+        blocks = []
+        for k0 in range(0, self.k, KC):
+            kc = min(KC, self.k - k0)
+            block = self.data[k0 * width:(k0 + kc) * width].reshape(width // PANEL, kc, PANEL)
+            blocks.append(block.transpose(1, 0, 2).reshape(kc, width)[:, :self.n])
+        return np.ascontiguousarray(np.concatenate(blocks))
+
+
+def sgemm_packed_ok(a: np.ndarray) -> bool:
+    """Whether sgemm_packed can read this left-hand side in place (float32, 2-D, element strides)."""
+    return (_LIB is not None and a.dtype == F32 and a.ndim == 2 and a.size > 0 and a.strides[0] % 4 == 0
+            and a.strides[1] % 4 == 0 and _fit(*a.shape, *a.strides))
+
+
+def sgemm_packed(a: np.ndarray, b: PackedB, out: np.ndarray | None = None, bias: np.ndarray | None = None,
+                 bias_mode: int = BIAS_NONE, act: int = ACT_NONE, lo: float = 0.0,
+                 hi: float = 0.0) -> np.ndarray:
+    """out[M, N] = act(a[M, K] @ B + bias) with B packed by PackedB."""
+    assert _LIB is not None
+    _require(a.dtype == F32 and a.ndim == 2 and a.size > 0 and a.shape[1] == b.k and a.strides[0] % 4 == 0
+             and a.strides[1] % 4 == 0 and _fit(*a.shape, *a.strides), "sgemm_packed operands")
+    m, n = a.shape[0], b.n
+    if out is None:
+        out = np.empty((m, n), F32)
+    _require(out.dtype == F32 and out.shape == (m, n) and out.strides[1] == 4 and out.strides[0] % 4 == 0
+             and _fit(*out.strides), "sgemm_packed output")
+    if bias is None:
+        bias_mode = BIAS_NONE
+    _require(bias_mode in (BIAS_NONE, BIAS_PER_ROW, BIAS_PER_COL) and act in (ACT_NONE, ACT_CLAMP, ACT_HARD_SWISH)
+             and (bias is None or (_f32_c(bias) and bias.size == (m if bias_mode == BIAS_PER_ROW else n))),
+             "sgemm_packed bias/activation")
+    _LIB.wk_sgemm_packed(m, n, b.k, _ptr(a), a.strides[0] // 4, a.strides[1] // 4, _ptr(b.data), _ptr(out),
+                         out.strides[0] // 4, _ptr(bias), bias_mode, act, lo, hi)
     return out
 
 
@@ -172,6 +255,7 @@ def depthwise(x: np.ndarray, taps: np.ndarray, layout: str, strides: tuple[int, 
         _, oh, ow, _ = out_shape
         fn = _LIB.wk_depthwise_nhwc
         dims = (n, h, w, c)
+        work = None
     else:
         n, c, h, w = x.shape
         kh, kw = taps.shape[1], taps.shape[2]
@@ -179,12 +263,14 @@ def depthwise(x: np.ndarray, taps: np.ndarray, layout: str, strides: tuple[int, 
         _, _, oh, ow = out_shape
         fn = _LIB.wk_depthwise_nchw
         dims = (n, c, h, w)
+        size = depthwise_work_size(kh, kw, strides, dilations, oh, ow)
+        work = np.empty(size, F32) if size else None
     _require(_f32_c(x, taps, bias) and tuple(out_shape) == want_out and taps.shape == want_taps
              and (bias is None or bias.size == c) and act in (ACT_NONE, ACT_CLAMP, ACT_HARD_SWISH)
              and conv_fits((h, w), (kh, kw), strides, dilations, pad_top_left, (oh, ow)), f"depthwise_{layout}")
     y = np.empty(out_shape, F32)
     fn(*dims, _ptr(x), kh, kw, _ptr(taps), *strides, *dilations, *pad_top_left, oh, ow, _ptr(y), _ptr(bias),
-       act, lo, hi)
+       act, lo, hi, *(() if layout == "nhwc" else (_ptr(work),)))
     return y
 
 
