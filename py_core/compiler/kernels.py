@@ -357,12 +357,13 @@ class PackedConv2d:
             n, o, oh, ow = self.out_shape
             c = x.shape[1]
             y = np.empty(self.out_shape, F32)
-            cols = None if self.mode == "gemm1x1" else np.empty((c * self.kh * self.kw, oh * ow), F32)
             for b in range(n):
-                src = (x[b].reshape(c, -1) if cols is None
-                       else native.im2col_nchw(x[b], self.kh, self.kw, *geometry, oh, ow, cols))
-                native.sgemm(self.w, src, out=y[b].reshape(o, oh * ow), bias=self.bias_vec,
-                             bias_mode=native.BIAS_PER_ROW, act=act, lo=lo, hi=hi)
+                if self.mode == "gemm1x1":
+                    native.sgemm(self.w, x[b].reshape(c, -1), out=y[b].reshape(o, oh * ow), bias=self.bias_vec,
+                                 bias_mode=native.BIAS_PER_ROW, act=act, lo=lo, hi=hi)
+                else:  # im2col gathered block by block into the product's panels
+                    native.conv_nchw(x[b], self.w, self.kh, self.kw, *geometry, oh, ow, y[b].reshape(o, oh * ow),
+                                     self.bias_vec, act, lo, hi)
         for p in self.native_posts:
             p(y)
         return y

@@ -153,6 +153,30 @@ def im2col_case(rng: np.random.Generator, case: tuple[Any, ...], layout: str) ->
     return error(got, want), tolerance(c * kh * kw)
 
 
+def conv_gather_case(rng: np.random.Generator, case: tuple[Any, ...], o: int = 6,
+                     reference_kernel: bool = False) -> tuple[float, float]:
+    """(error, tolerance) of an NCHW groups-1 conv2d whose column matrix is gathered into the product's panels
+    (native.conv_nchw), with a bias and relu6; reference_kernel: against py_core.testing.reference (bounded by
+    the output, for edge geometry) instead of the padded float64 definition."""
+    n, c, h, w, kh, kw, strides, dil, pad = case
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    filt = rng.standard_normal((o, c, kh, kw)).astype(np.float32)
+    bias = rng.standard_normal(o).astype(np.float32)
+    if reference_kernel:
+        oh, ow = conv_out(case)
+        want = reference.conv2d(x, filt, None, pad, strides, dil, 1, (oh, ow)).astype(np.float64)
+    else:
+        want = conv_ref(x, filt, strides, dil, pad, 1)
+        oh, ow = want.shape[2:]
+    want = act_ref(want + bias[None, :, None, None], native.ACT_CLAMP, 0.0, 6.0)
+    got = np.empty(want.shape, np.float32)
+    wmat = np.ascontiguousarray(filt.reshape(o, c * kh * kw))
+    for b in range(n):
+        native.conv_nchw(x[b], wmat, kh, kw, strides, dil, (pad[0], pad[2]), oh, ow, got[b].reshape(o, oh * ow),
+                         bias, native.ACT_CLAMP, 0.0, 6.0)
+    return error(got, want), tolerance(c * kh * kw)
+
+
 # Geometry at the edges of unsigned long (issue #13: ctypes.c_int wrapped these and the kernels read outside
 # their buffers): (n, c, h, w, kh, kw, strides, dilations, padding top/bottom/left/right), outputs small.
 EDGE = 2**31 - 1
@@ -304,6 +328,11 @@ def cases() -> Iterator[tuple[str, Any]]:
         for layout in ("nchw", "nhwc"):
             yield f"depthwise {case} {layout}", lambda c=case, lay=layout: depthwise_case(rng, c, lay)
             yield f"im2col {case} {layout}", lambda c=case, lay=layout: im2col_case(rng, c, lay)
+        yield f"conv gather {case}", lambda c=case: conv_gather_case(rng, c)
+    # several K blocks (C*KH*KW past 256), N blocks (OH*OW past 256), panels across output rows
+    for case in ((1, 40, 23, 21, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
+                 (2, 3, 37, 35, 3, 3, (2, 2), (1, 1), (0, 1, 0, 1))):
+        yield f"conv gather {case} o=33", lambda c=case: conv_gather_case(rng, c, 33)
     for act, lo, hi in EPILOGUES[1:]:
         yield f"activation act{act} [{lo}, {hi}]", lambda a=act, lo_=lo, hi_=hi: activation_case(rng, a, lo_, hi_)
     for size, scale in ((1, 1.0), (7, 3.0), (1000, 10.0), (4096, 40.0)):
@@ -314,6 +343,7 @@ def cases() -> Iterator[tuple[str, Any]]:
                 yield f"edge {kind} {case} {layout}", lambda c=case, lay=layout, k=kind: edge_case(rng, c, lay, k)
                 yield f"edge graph {kind} {case} {layout}", \
                     lambda c=case, lay=layout, k=kind: edge_graph_case(rng, c, lay, k)
+        yield f"edge conv gather {case}", lambda c=case: conv_gather_case(rng, c, 5, reference_kernel=True)
     for shape, axis, sizes in RESAMPLE_CASES:
         yield f"resample {shape} axis {axis} -> {sizes}", \
             lambda s=shape, a=axis, z=sizes: resample_case(rng, s, a, z)

@@ -169,6 +169,7 @@ def test_the_python_side_sizes_the_packing_buffers_as_the_c_file_does(n: int, k:
     assert native.sgemm_work_size(n, k) == native._LIB.wk_sgemm_work(n, k)
     assert native.packed_b_size(n, k) == native._LIB.wk_packed_b_size(n, k)
     assert native.depthwise_work_size(3, 3, (2, 1), (1, 1), n, k) == native._LIB.wk_depthwise_nchw_work(n, k, 2, 1)
+    assert native.sgemm_work_size(n, k) == native._LIB.wk_conv_nchw_work(n, k)
 
 
 def test_packed_conv2d_keeps_numpy_when_the_geometry_does_not_fit() -> None:

@@ -42,6 +42,8 @@ _SIGNATURES = {
     "wk_sgemm_packed": [_L, _L, _L, _P, _L, _L, _P, _P, _L, _P, _E, _E, _F, _F],
     "wk_im2col_nhwc": [_L] * 4 + [_P] + [_L] * 10 + [_P],
     "wk_im2col_nchw": [_L] * 3 + [_P] + [_L] * 10 + [_P],
+    "wk_conv_nchw": [_L] * 3 + [_P] + [_L] * 10 + [_P, _L, _P, _P, _E, _F, _F, _P],
+    "wk_conv_nchw_work": [_L, _L],
     "wk_depthwise_nhwc": [_L] * 4 + [_P, _L, _L, _P] + [_L] * 8 + [_P, _P, _E, _F, _F],
     "wk_depthwise_nchw": [_L] * 4 + [_P, _L, _L, _P] + [_L] * 8 + [_P, _P, _E, _F, _F, _P],
     "wk_resample_linear": [_L] * 4 + [_P, _L, _L] + [_P] * 9,
@@ -50,7 +52,8 @@ _SIGNATURES = {
 }
 
 
-_SIZES = ("wk_sgemm_work", "wk_packed_b_size", "wk_depthwise_nchw_work")  # the functions returning an int64
+# the functions returning an int64
+_SIZES = ("wk_sgemm_work", "wk_packed_b_size", "wk_depthwise_nchw_work", "wk_conv_nchw_work")
 # the packed product's blocking, as in webnn_kernels.c (tests/core/test_native_kernels.py checks they agree)
 PANEL, KC, NC = 16, 256, 256
 
@@ -241,6 +244,23 @@ def im2col_nchw(x: np.ndarray, kh: int, kw: int, strides: tuple[int, int], dilat
              and conv_fits((h, w), (kh, kw), strides, dilations, pad_top_left, (oh, ow)), "im2col_nchw")
     _LIB.wk_im2col_nchw(c, h, w, _ptr(x), kh, kw, *strides, *dilations, *pad_top_left, oh, ow, _ptr(cols))
     return cols
+
+
+def conv_nchw(x: np.ndarray, w: np.ndarray, kh: int, kw: int, strides: tuple[int, int],
+              dilations: tuple[int, int], pad_top_left: tuple[int, int], oh: int, ow: int, out: np.ndarray,
+              bias: np.ndarray | None, act: int, lo: float, hi: float) -> np.ndarray:
+    """out[O, OH*OW] = act(w[O, C*KH*KW] x im2col(x) + bias per row) for one contiguous CHW image, the column
+    matrix gathered block by block into the product's panels (never written whole)."""
+    assert _LIB is not None
+    c, h, wd = x.shape
+    o = w.shape[0]
+    _require(_f32_c(x, w, bias, out) and w.shape == (o, c * kh * kw) and out.shape == (o, oh * ow)
+             and (bias is None or bias.size == o) and act in (ACT_NONE, ACT_CLAMP, ACT_HARD_SWISH)
+             and conv_fits((h, wd), (kh, kw), strides, dilations, pad_top_left, (oh, ow)), "conv_nchw")
+    work = np.empty(sgemm_work_size(oh * ow, c * kh * kw), F32)
+    _LIB.wk_conv_nchw(c, h, wd, _ptr(x), kh, kw, *strides, *dilations, *pad_top_left, oh, ow, _ptr(w), o,
+                      _ptr(out), _ptr(bias), act, lo, hi, _ptr(work))
+    return out
 
 
 def depthwise(x: np.ndarray, taps: np.ndarray, layout: str, strides: tuple[int, int],
