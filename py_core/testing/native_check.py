@@ -19,7 +19,7 @@ GEMM_SHAPES = [(1, 1, 1), (4, 8, 3), (5, 9, 17), (7, 3, 2), (64, 64, 64), (65, 1
                (200, 12, 5),
                # the packed product: several K blocks (KC 256) and N blocks (NC 256), a partial last panel,
                # an odd row left after the 2-row tiles, exactly one panel
-               (33, 300, 600), (2, 16, 1), (3, 17, 257), (131, 49, 160), (1, 40, 7)]
+               (33, 300, 600), (2, 16, 1), (3, 17, 257), (131, 49, 160), (1, 40, 7), (6, 40, 20), (4, 44, 9)]
 GEMM_LAYOUTS = ["plain", "a_transposed", "b_strided"]
 EPILOGUES = [(native.ACT_NONE, 0.0, 0.0), (native.ACT_CLAMP, 0.0, 6.0), (native.ACT_CLAMP, -0.5, float("inf")),
              (native.ACT_HARD_SWISH, 0.0, 0.0)]

@@ -252,51 +252,57 @@ static void pack_b_block(i64 kc, i64 n, const float *b, i64 ldb, float *out) {
   }
 }
 
-/* MR rows x PANEL columns of C from a K block: acc = (first ? 0 : C) + A[rows, k0:k0+kc] panel */
-#define DEF_MICRO_(MR)                                                                                     \
-  static void micro_##MR(i64 kc, const float *a, i64 ar, i64 ak, const float *bp, float *c, i64 ldc,      \
-                         i64 ncols, int first, int last, const epilogue *e, i64 i, i64 j) {               \
-    v4 acc[MR][PV];                                                                                        \
-    if (first) {                                                                                           \
-      for (int r = 0; r < MR; r++)                                                                         \
-        for (int v = 0; v < PV; v++) acc[r][v] = zero4();                                                  \
-    } else if (ncols == PANEL) {                                                                           \
-      for (int r = 0; r < MR; r++)                                                                         \
-        for (int v = 0; v < PV; v++) acc[r][v] = ld(c + r * ldc + 4 * v);                                 \
-    } else {                                                                                               \
-      for (int r = 0; r < MR; r++)                                                                         \
-        for (int v = 0; v < PV; v++)                                                                       \
-          for (int q = 0; q < 4; q++) acc[r][v][q] = 4 * v + q < ncols ? c[r * ldc + 4 * v + q] : 0.0f;    \
-    }                                                                                                      \
-    const float *ap[MR];                                                                                   \
-    for (int r = 0; r < MR; r++) ap[r] = a + r * ar;                                                       \
-    for (i64 k = 0; k < kc; k++) {                                                                         \
-      v4 bv[PV];                                                                                           \
-      for (int v = 0; v < PV; v++) bv[v] = ld(bp + 4 * v);                                                 \
-      for (int r = 0; r < MR; r++) {                                                                       \
-        v4 x = splat(*ap[r]);                                                                              \
-        for (int v = 0; v < PV; v++) acc[r][v] += x * bv[v];                                               \
-        ap[r] += ak;                                                                                       \
-      }                                                                                                    \
-      bp += PANEL;                                                                                         \
-    }                                                                                                      \
-    if (ncols == PANEL) {                                                                                  \
-      for (int r = 0; r < MR; r++)                                                                         \
-        for (int v = 0; v < PV; v++)                                                                       \
-          if (last) out4(e, c + r * ldc + 4 * v, i + r, j + 4 * v, acc[r][v]);                             \
-          else st(c + r * ldc + 4 * v, acc[r][v]);                                                         \
-    } else {                                                                                               \
-      for (int r = 0; r < MR; r++)                                                                         \
-        for (i64 q = 0; q < ncols; q++) {                                                                  \
-          float s = acc[r][q / 4][q % 4];                                                                  \
-          c[r * ldc + q] = last ? act1(s + bias1(e, i + r, j + q), e->act, e->lo, e->hi) : s;              \
-        }                                                                                                  \
-    }                                                                                                      \
+/* MR rows x 4 NV columns of C from a K block: acc = (first ? 0 : C) + A[rows, k0:k0+kc] panel (the panel's
+ * first 4 NV columns: NV < PV for a last panel of few columns, e.g. 49 = 3 x 16 + 1) */
+#define DEF_MICRO_(MR, NV)                                                                                  \
+  static void micro_##MR##_##NV(i64 kc, const float *a, i64 ar, i64 ak, const float *bp, float *c, i64 ldc, \
+                         i64 ncols, int first, int last, const epilogue *e, i64 i, i64 j) {                 \
+    v4 acc[MR][NV];                                                                                         \
+    if (first) {                                                                                            \
+      for (int r = 0; r < MR; r++)                                                                          \
+        for (int v = 0; v < NV; v++) acc[r][v] = zero4();                                                   \
+    } else if (ncols == 4 * NV) {                                                                           \
+      for (int r = 0; r < MR; r++)                                                                          \
+        for (int v = 0; v < NV; v++) acc[r][v] = ld(c + r * ldc + 4 * v);                                   \
+    } else {                                                                                                \
+      for (int r = 0; r < MR; r++)                                                                          \
+        for (int v = 0; v < NV; v++)                                                                        \
+          for (int q = 0; q < 4; q++) acc[r][v][q] = 4 * v + q < ncols ? c[r * ldc + 4 * v + q] : 0.0f;     \
+    }                                                                                                       \
+    const float *ap[MR];                                                                                    \
+    for (int r = 0; r < MR; r++) ap[r] = a + r * ar;                                                        \
+    for (i64 k = 0; k < kc; k++) {                                                                          \
+      v4 bv[NV];                                                                                            \
+      for (int v = 0; v < NV; v++) bv[v] = ld(bp + 4 * v);                                                  \
+      for (int r = 0; r < MR; r++) {                                                                        \
+        v4 x = splat(*ap[r]);                                                                               \
+        for (int v = 0; v < NV; v++) acc[r][v] += x * bv[v];                                                \
+        ap[r] += ak;                                                                                        \
+      }                                                                                                     \
+      bp += PANEL;                                                                                          \
+    }                                                                                                       \
+    if (ncols == 4 * NV) {                                                                                  \
+      for (int r = 0; r < MR; r++)                                                                          \
+        for (int v = 0; v < NV; v++)                                                                        \
+          if (last) out4(e, c + r * ldc + 4 * v, i + r, j + 4 * v, acc[r][v]);                              \
+          else st(c + r * ldc + 4 * v, acc[r][v]);                                                          \
+    } else {                                                                                                \
+      for (int r = 0; r < MR; r++)                                                                          \
+        for (i64 q = 0; q < ncols; q++) {                                                                   \
+          float s = acc[r][q / 4][q % 4];                                                                   \
+          c[r * ldc + q] = last ? act1(s + bias1(e, i + r, j + q), e->act, e->lo, e->hi) : s;               \
+        }                                                                                                   \
+    }                                                                                                       \
   }
 
-#define DEF_MICRO(MR) DEF_MICRO_(MR)
-DEF_MICRO(2)
-DEF_MICRO(1)
+DEF_MICRO_(2, 4)
+DEF_MICRO_(2, 3)
+DEF_MICRO_(2, 2)
+DEF_MICRO_(2, 1)
+DEF_MICRO_(1, 4)
+DEF_MICRO_(1, 3)
+DEF_MICRO_(1, 2)
+DEF_MICRO_(1, 1)
 
 /* C[i0:i1, n0:n0+n] from one packed K block (rows k0..k0+kc of B, columns n0..n0+n) */
 static void gemm_block(i64 i0, i64 i1, i64 n0, i64 n, i64 k0, i64 kc, const float *A, i64 ar, i64 ak,
@@ -307,10 +313,21 @@ static void gemm_block(i64 i0, i64 i1, i64 n0, i64 n, i64 k0, i64 kc, const floa
       i64 w = n - p < PANEL ? n - p : PANEL;
       const float *bp = packed + (p / PANEL) * kc * PANEL;
       i64 j = n0 + p, i = m0;
-      for (; i + 2 <= m1; i += 2)
-        micro_2(kc, A + i * ar + k0 * ak, ar, ak, bp, C + i * ldc + j, ldc, w, first, last, e, i, j);
-      for (; i < m1; i++)
-        micro_1(kc, A + i * ar + k0 * ak, ar, ak, bp, C + i * ldc + j, ldc, w, first, last, e, i, j);
+#define MICRO_ROWS(MR, NV)                                                                                 \
+  micro_##MR##_##NV(kc, A + i * ar + k0 * ak, ar, ak, bp, C + i * ldc + j, ldc, w, first, last, e, i, j)
+#define MICRO_ALL_ROWS(NV)                                                                                 \
+  do {                                                                                                     \
+    for (; i + 2 <= m1; i += 2) MICRO_ROWS(2, NV);                                                         \
+    for (; i < m1; i++) MICRO_ROWS(1, NV);                                                                 \
+  } while (0)
+      switch ((w + 3) / 4) { /* the vectors of the panel that hold columns */
+        case 4: MICRO_ALL_ROWS(4); break;
+        case 3: MICRO_ALL_ROWS(3); break;
+        case 2: MICRO_ALL_ROWS(2); break;
+        default: MICRO_ALL_ROWS(1); break;
+      }
+#undef MICRO_ALL_ROWS
+#undef MICRO_ROWS
     }
   }
 }
