@@ -131,7 +131,7 @@ fuzz: venv build
 # Not part of `make test`: a full run takes several minutes (scripts/bench.py --help for options).
 BENCH_ARGS ?=
 bench: setup build dist
-	$(PY) scripts/bench.py $(BENCH_ARGS)
+	$(PY) -m web.bench perf $(BENCH_ARGS)
 
 lint: venv
 	$(PY) -m ruff check .
