@@ -77,7 +77,7 @@ class PerfCase:
     group: str  # "model", "kernel", "chain" (executor overhead), "tflite" (compared with native LiteRT)
     reps_factor: float = 1.0  # timed runs: --reps x this
     baseline: bool = True  # also timed on the ?compiler=0&native=0&blas=0 page with --baseline
-    startup: bool = False  # one of the graphs the startup measurement builds
+    startup: bool = False  # one of the graphs the startup measurement builds (whatever --cases says)
     options: Mapping[str, Any] = field(default_factory=dict)  # extra perf.run options
 
     @property
@@ -387,6 +387,8 @@ def run(opts: PerfOptions, out: Path, command: str) -> Path:
             chosen.append(case_of(name, index[name]))
         else:
             log(f"{name}: not among the generated graphs ({model_dir / 'index.json'}), skipped")
+    # startup builds its own graphs whatever --cases says (as make bench always did)
+    startup_cases = [c for c in CASES.values() if c.startup and c.name in index]
     targets = [local_target(b) for b in opts.browsers]
     run_dir = out / res.new_run_id()
     started = res.now_iso()
@@ -423,7 +425,7 @@ def run(opts: PerfOptions, out: Path, command: str) -> Path:
                     session.open_page()
                     run_cases(session, chosen, opts, writer, baseline=True)
                 if not opts.skip_startup:
-                    for case in (c for c in chosen if c.startup):
+                    for case in startup_cases:
                         log(f"{target.id}: startup with {case.name}")
                         data = startup(pw, target, session.browser, base, counter, case.name)
                         writer.measure("startup", target.id, data)
