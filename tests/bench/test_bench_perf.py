@@ -80,7 +80,8 @@ def test_make_bench_writes_a_listed_run_with_plots(tmp_path: Path) -> None:
 STARTUP = {
     "case": "chain1",
     "cold": {"contextMs": 4100.0, "builtMs": 4600.0, "firstRunMs": 35.0, "wallMs": 4900.0, "bytes": 17_200_000,
-             "requests": 31, "notModified": 0, "bootTimings": {"total": 4000}},
+             "requests": 31, "notModified": 0,
+             "bootTimings": {"worker-runtime": 2000, "worker-numpy": 3000, "worker-core": 3900, "total": 3900}},
     "warm": {"contextMs": 1700.0, "builtMs": 2100.0, "firstRunMs": 20.0, "wallMs": 2300.0, "bytes": 0,
              "requests": 31, "notModified": 29, "bootTimings": {"total": 1600}},
 }
@@ -108,9 +109,11 @@ def test_report_sections_from_measure_lines(tmp_path: Path) -> None:
     perf_report.write_report(run_dir, {"finished": "now"})
     html = (run_dir / "report.html").read_text()
     for needle in ("startup breakdown, ms", "chromium cold (chain1)", "chromium warm (chain1)",
-                   "script tag to context", "17.20", "29 × 304", "selfie_segmentation · litert", "50.0",
+                   "chromium cold (chain1): Pyodide runtime 2000 ms", "chromium cold (chain1): graph build 500 ms",
+                   "chromium warm (chain1): to context 1700 ms", "17.20", "29 × 304", "selfie_segmentation · litert", "50.0",
                    "6.2 µs/op", "47.9", "no package in dist", "TimeoutError: too slow"):
         assert needle in html, needle
+    assert perf_report.startup_segments(STARTUP["cold"]) == [2000, 1000, 900, 200, 500, 35]
     assert html.count("<svg") >= 3 and "<script" not in html  # ratios have no peer here: startup, times, LiteRT
     meta = results.read_meta(run_dir)
     assert meta["counts"]["error"] == 1 and meta["cases"] == 2

@@ -105,11 +105,12 @@ def _axis(
     hi: float,
     x: Callable[[float], float],
     unit: str,
+    top: float = 14,
 ) -> None:
     d = lo
     while d <= hi * 1.0001:
         px = left + x(d)
-        parts.append(f'<line x1="{px:.1f}" y1="14" x2="{px:.1f}" y2="{y:.1f}" stroke="#eee"/>')
+        parts.append(f'<line x1="{px:.1f}" y1="{top:.1f}" x2="{px:.1f}" y2="{y:.1f}" stroke="#eee"/>')
         parts.append(f'<text x="{px:.1f}" y="{y + 12:.1f}" text-anchor="middle" fill="#555">{_fmt(d)}</text>')
         d *= 10
     parts.append(
@@ -167,21 +168,28 @@ def dotplot(
     width: int = 860,
 ) -> str:
     """One row per label, one colored dot per series on a shared log axis; a legend on top."""
-    step, head = 16, 34
+    step = 16
+    legend: list[str] = []
+    lx, ly = 0.0, 24.0
+    for i, s in enumerate(series):  # the legend wraps onto as many lines as the width needs
+        w = 18 + 7 * len(s)
+        if lx and lx + w > width:
+            lx, ly = 0.0, ly + 14
+        legend.append(
+            f'<circle cx="{lx + 5}" cy="{ly}" r="4" fill="{color(i)}"/><text x="{lx + 12}" y="{ly + 4}">'
+            f"{escape(s)}</text>"
+        )
+        lx += w
+    head = int(ly) + 10
     height = head + len(rows) * step + 30
     plot_w = width - label_width - 20
     lo, hi, x = _log_scale([v for _, vals in rows for v in vals.values()], plot_w)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" {FONT}>',
         f'<text x="0" y="12" font-weight="600">{escape(title)}</text>',
+        *legend,
     ]
-    lx = 0.0
-    for i, s in enumerate(series):
-        parts.append(
-            f'<circle cx="{lx + 5}" cy="24" r="4" fill="{color(i)}"/><text x="{lx + 12}" y="28">{escape(s)}</text>'
-        )
-        lx += 18 + 7 * len(s)
-    _axis(parts, label_width, head + len(rows) * step, plot_w, lo, hi, x, unit)
+    _axis(parts, label_width, head + len(rows) * step, plot_w, lo, hi, x, unit, top=head - 4)
     for r, (label, vals) in enumerate(rows):
         y = head + r * step + step / 2
         short = label if len(label) <= 52 else label[:49] + "..."
