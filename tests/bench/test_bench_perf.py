@@ -98,6 +98,13 @@ def test_report_sections_from_measure_lines(tmp_path: Path) -> None:
            "impls": {"polyfill": {"median": 20.0, "min": 18.0, "runs": 3, "times": [20.0, 18.0, 25.0]}}}
     for r in perf.case_result(target, "156", case, raw):
         w.result(r)
+    # a case whose page adds a peer of its own (e.g. onnxruntime-web's WebNN path): its own line and ratio
+    extra = {"impls": {"polyfill": {"median": 10.0, "min": 9.0, "runs": 2, "times": [10.0, 9.0]},
+                       "ort-webnn": {"median": 4.0, "min": 4.0, "runs": 2, "times": [4.0, 4.0]}}}
+    (poly, peer) = perf.case_result(target, "156", perf.case_of("encoder", {"kind": "onnx"}), extra)
+    assert peer.label == "ort-webnn" and poly.metrics["ratio"] == {"ort-webnn": 2.5}
+    w.result(poly)
+    w.result(peer)
     w.result(perf.error_result(target, "156", perf.case_of("mobilenetv2"), "TimeoutError: too slow"))
     w.measure("startup", "chromium", STARTUP)
     w.measure("litert", "cpython", {"selfie_segmentation": {"median": 4.0, "min": 3.5, "runs": 9,
@@ -110,16 +117,19 @@ def test_report_sections_from_measure_lines(tmp_path: Path) -> None:
     html = (run_dir / "report.html").read_text()
     for needle in ("startup breakdown, ms", "chromium cold (chain1)", "chromium warm (chain1)",
                    "chromium cold (chain1): Pyodide runtime 2000 ms", "chromium cold (chain1): graph build 500 ms",
-                   "chromium warm (chain1): to context 1700 ms", "17.20", "29 × 304", "selfie_segmentation · litert", "50.0",
-                   "6.2 µs/op", "47.9", "no package in dist", "TimeoutError: too slow"):
+                   "chromium warm (chain1): to context 1700 ms", "17.20", "29 × 304",
+                   "selfie_segmentation · litert", "50.0",
+                   "6.2 µs/op", "47.9", "no package in dist", "TimeoutError: too slow",
+                   "encoder @ chromium / webnn", "<th>× ort-webnn</th>", "<td>2.50</td>"):
         assert needle in html, needle
     assert perf_report.startup_segments(STARTUP["cold"]) == [2000, 1000, 900, 200, 500, 35]
-    assert html.count("<svg") >= 3 and "<script" not in html  # ratios have no peer here: startup, times, LiteRT
+    assert html.count("<svg") >= 3 and "<script" not in html  # ratios, times, startup, LiteRT
     meta = results.read_meta(run_dir)
-    assert meta["counts"]["error"] == 1 and meta["cases"] == 2
+    assert meta["counts"]["error"] == 1 and meta["cases"] == 3
     text = "\n".join(perf_report.summary_lines(*perf_report.load_run(run_dir)))
     assert "startup chain1               cold: built     4600 ms" in text and "x  5.0" in text
-    assert "executor overhead 6.2 us/op" in text and "mobilenetv2                  ERROR TimeoutError" in text
+    assert " x ort-webnn 2.50" in text and "executor overhead 6.2 us/op" in text
+    assert "mobilenetv2                  ERROR TimeoutError" in text
 
 
 def test_case_registry_and_implementation_names() -> None:

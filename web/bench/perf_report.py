@@ -116,6 +116,7 @@ def summary_lines(meta: Mapping[str, Any], probes: Sequence[Mapping[str, Any]], 
                     cols.append(f"{base:9.2f}" if base else f"{'':9}")
                     agree = r.metrics.get("agreement") or {}
                     cols.append("  " + " ".join(f"{v['relative']:.1e}" for v in agree.values()))
+                    cols += [f" x {p} {v:.2f}" for p, v in ratio.items() if p not in PEERS]  # a case's own peers
                 lines.append(" ".join(cols))
         for m in _measures(measures, "startup"):
             if m["target"] != target:
@@ -175,10 +176,17 @@ def summary_lines(meta: Mapping[str, Any], probes: Sequence[Mapping[str, Any]], 
 # ------------------------------------------------------------------------------------------------- sections
 
 
+def _peers(results: Sequence[Result]) -> list[str]:
+    """Every peer the polyfill has a ratio to: onnxruntime-web's WASM path first, then any a case adds."""
+    found = {p for r in results for p in r.metrics.get("ratio", {})}
+    return [p for p in PEERS if p in found] + sorted(found - set(PEERS))
+
+
 def _ratios(results: Sequence[Result], targets: Sequence[str]) -> str:
     by = _by(results)
+    peers = _peers(results) or list(PEERS)
     out = ['<h2 id="ratios">Ratios to onnxruntime-web (WASM), same page, interleaved</h2>',
-           '<p class="small">The polyfill\'s median time over onnxruntime-web\'s on the same graph and weights, '
+           '<p class="small">The polyfill\'s median time over its peer\'s on the same graph and weights, '
            "measured in turn in one page (1 is parity, lower is faster). Read these, not the milliseconds: the "
            "machine is shared.</p>", '<div class="charts">']
     rows = []
@@ -186,18 +194,20 @@ def _ratios(results: Sequence[Result], targets: Sequence[str]) -> str:
         for ti, target in enumerate(targets):
             r = by.get((case, target, POLYFILL))
             ratio = r.metrics.get("ratio", {}) if r else {}
-            for pi, peer in enumerate(PEERS):
+            for pi, peer in enumerate(peers):
                 if peer in ratio:
-                    rows.append((f"{case} @ {target} / {peer[4:]}", float(ratio[peer]), svg.color(2 * ti + pi)))
+                    color = svg.color(len(peers) * ti + pi)
+                    rows.append((f"{case} @ {target} / {peer.removeprefix('ort-')}", float(ratio[peer]), color))
     if rows:
-        out.append(svg.hbars(rows, title="polyfill time / onnxruntime-web time", unit="ratio", mark=1.0,
+        out.append(svg.hbars(rows, title="polyfill time / peer time", unit="ratio", mark=1.0,
                              label_width=300, width=820))
     else:
         out.append("<p>No case with an onnxruntime-web peer ran.</p>")
     out.append("</div>")
-    out.append("<table><tr><th>case</th><th>browser</th><th>polyfill ms</th><th>ort 1 thread ms</th>"
-               "<th>ort 2 threads ms</th><th>× ort-1t</th><th>× ort-2t</th><th>before (NumPy only) ms</th>"
-               "<th>build ms</th><th>agreement (max relative)</th></tr>")
+    out.append("<table><tr><th>case</th><th>browser</th><th>polyfill ms</th>"
+               + "".join(f"<th>{escape(p)} ms</th>" for p in peers)
+               + "".join(f"<th>× {escape(p)}</th>" for p in peers)
+               + "<th>before (NumPy only) ms</th><th>build ms</th><th>agreement (max relative)</th></tr>")
     for case in _cases(results):
         for target in targets:
             r = by.get((case, target, POLYFILL))
@@ -205,11 +215,11 @@ def _ratios(results: Sequence[Result], targets: Sequence[str]) -> str:
                 continue
             ratio = r.metrics.get("ratio", {})
             agree = " ".join(f"{float(v['relative']):.1e}" for v in (r.metrics.get("agreement") or {}).values())
-            cells = [_median(r), _median(by.get((case, target, PEERS[0]))), _median(by.get((case, target, PEERS[1])))]
+            cells = [_median(r), *(_median(by.get((case, target, p))) for p in peers)]
             out.append(
                 f"<tr><td><code>{escape(case)}</code></td><td>{escape(target)}</td>"
                 + "".join(f"<td>{'' if v is None else f'{v:.2f}'}</td>" for v in cells)
-                + "".join(f"<td>{ratio[p]:.2f}</td>" if p in ratio else "<td></td>" for p in PEERS)
+                + "".join(f"<td>{ratio[p]:.2f}</td>" if p in ratio else "<td></td>" for p in peers)
                 + f"<td>{_fmt(_median(by.get((case, target, 'baseline'))))}</td>"
                 f"<td>{_fmt(r.timings.get('build_ms'))}</td>"
                 f"<td>{escape(agree)}</td></tr>"

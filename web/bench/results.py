@@ -108,7 +108,8 @@ class Result:
     @property
     def label(self) -> str:
         """Implementation and variant, e.g. "polyfill", "native:gpu", "reference"."""
-        bare = self.implementation in ("polyfill", "wasm") and self.variant == "default"
+        # native always names its context variant; polyfill, wasm and a perf run's peers only a non-default one
+        bare = self.implementation != "native" and self.variant == "default"
         if self.implementation == "reference" or bare:
             return self.implementation
         return f"{self.implementation}:{self.variant}"
