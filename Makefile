@@ -128,7 +128,7 @@ fuzz: venv build
 	ulimit -v 8000000; WEBNN_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -p no:cacheprovider --hypothesis-show-statistics \
 	  tests/core/test_fuzz_kernels.py
 
-# Not part of `make test`: a full run takes several minutes (scripts/bench.py --help for options).
+# Not part of `make test`: a full run takes several minutes (python -m web.bench perf --help for options).
 BENCH_ARGS ?=
 bench: setup build dist
 	$(PY) -m web.bench perf $(BENCH_ARGS)
