@@ -65,6 +65,9 @@ def test_make_bench_writes_a_listed_run_with_plots(tmp_path: Path) -> None:
     client = _client(tmp_path)
     index = client.get("/reports/").text
     assert run_dir.name in index and "<td>perf</td>" in index
+    ratio = poly.metrics["ratio"]["ort-wasm-1t"]
+    assert meta["headline"] == f"polyfill / ort-wasm-1t, geomean: chromium {ratio:.2f} (1 case)"
+    assert meta["headline"] in index
     assert client.get("/api/reports").json()[0]["kind"] == "perf"
     page = client.get(f"/reports/{run_dir.name}/")
     assert page.status_code == 200 and "Performance bench" in page.text

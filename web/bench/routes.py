@@ -38,6 +38,7 @@ _FIELDS: dict[str, tuple[Any, str, Any]] = {
     "command": (lambda v: isinstance(v, str), "a string", ""),
     "cases": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer", 0),
     "targets": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of strings", []),
+    "headline": (lambda v: isinstance(v, str), "a string", ""),  # a perf run's ratios in one line
     "counts": (
         lambda v: isinstance(v, dict) and all(isinstance(n, int) and not isinstance(n, bool) for n in v.values()),
         "an object of integers",
@@ -98,6 +99,7 @@ def _index_html(runs: list[dict[str, Any]], problems: list[str], reports_dir: Pa
         rid = e(r["id"])
         link = f'<a href="/reports/{rid}/">{rid}</a>' if r["report"] else f"{rid} (no report yet)"
         summary = ", ".join(f"{v} {k}" for k, v in r["counts"].items() if v)
+        summary += f"; {r['headline']}" if r["headline"] else ""
         rows.append(
             f"<tr><td>{link}</td><td>{e(r['kind'])}</td><td>{e(r['started'])}</td><td>{e(str(r['cases']))}</td>"
             f"<td>{e(', '.join(r['targets']))}</td><td>{e(summary)}</td>"
