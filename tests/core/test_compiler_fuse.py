@@ -39,7 +39,7 @@ def test_gemm_and_matmul_fuse_and_a_shared_value_does_not() -> None:
 def test_sigmoid_keeps_tiny_values_where_exp_overflows() -> None:
     import numpy as np
 
-    from py_core.compiler.kernels import sigmoid_inplace
+    from py_core.kernels.activation import sigmoid_inplace
 
     x = np.array([-100.0, -88.5, -20.0, 0.0, 20.0, 100.0, np.inf, -np.inf, np.nan], np.float32)
     y = x.copy()
