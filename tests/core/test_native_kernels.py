@@ -201,3 +201,17 @@ def test_depthwise_3x3_path_keeps_an_infinite_tap_out_of_the_padding(strides: tu
     assert np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(np.isinf(got), np.isinf(want))
     finite = np.isfinite(want)
     np.testing.assert_allclose(got[finite], want[finite], rtol=1e-5, atol=1e-5)
+
+
+def test_the_relaxed_build_is_chosen_by_the_switch_and_never_on_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PYODIDE_WEBNN_RELAXED decides where it is set; CPython always loads the host build (no relaxed one)."""
+    monkeypatch.setenv("PYODIDE_WEBNN_RELAXED", "0")
+    assert not native._relaxed_wanted()
+    monkeypatch.setenv("PYODIDE_WEBNN_RELAXED", "1")
+    assert native._relaxed_wanted()
+    native.use_native(True)
+    try:
+        assert native.LOADED_FILE == native.LIB_FILE
+    finally:
+        monkeypatch.delenv("PYODIDE_WEBNN_RELAXED")
+        native.use_native(True)

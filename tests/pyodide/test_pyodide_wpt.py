@@ -33,21 +33,38 @@ def asset_dir() -> Path:
     return base / f"pyodide-{PYODIDE_VERSION}"
 
 
-@pytest.fixture(scope="module")
-def pyodide_report() -> dict:  # type: ignore[type-arg]
+# The two builds of the C kernels (scripts/build_native.sh): "plain" SIMD128 and "relaxed" (f32x4.relaxed_madd
+# in the packed product), each through every check: the relaxed one loads under Node with the V8 flag.
+BUILDS = {"plain": ("0", [], "_webnn_kernels.wasm32.wasm"),
+          "relaxed": ("1", ["--experimental-wasm-relaxed-simd"], "_webnn_kernels.relaxed.wasm32.wasm")}
+
+
+def run_node(build: str, *args: str, timeout: int = 900) -> dict:  # type: ignore[type-arg]
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not installed: the Pyodide conformance run needs Node.js")
     assets = asset_dir()
     if not (assets / "pyodide.mjs").is_file() or not (assets / NUMPY_WHEEL).is_file():
         pytest.skip(f"Pyodide asset cache missing at {assets}: run `python scripts/fetch_assets.py`")
-    proc = subprocess.run([node, str(RUNNER), "--data", str(DATA)], cwd=REPO, capture_output=True,
-                          text=True, timeout=900)
-    assert proc.returncode == 0, f"run_wpt.mjs failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
+    relaxed, flags, lib = BUILDS[build]
+    if not (REPO / "py_core" / "kernels" / "native" / lib).is_file():
+        pytest.skip(f"{lib} is not built (make build)")
+    proc = subprocess.run([node, *flags, str(RUNNER), "--relaxed", relaxed, *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=timeout)
+    assert proc.returncode == 0, f"run_wpt.mjs {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
     report = json.loads(proc.stdout)
+    # the build asked for is the one that ran the kernels
+    assert report["native"] and report["native_file"] == lib, (report["native"], report["native_file"])
+    return report
+
+
+@pytest.fixture(scope="module", params=list(BUILDS))
+def pyodide_report(request: pytest.FixtureRequest) -> dict:  # type: ignore[type-arg]
+    report = run_node(request.param, "--data", str(DATA))
+    report["build"] = request.param
     t = report["timings"]
-    print(f"\nPyodide {report['python']} / NumPy {report['numpy']}: boot {t['pyodide_boot_s']} s, "
-          f"numpy {t['numpy_load_s']} s, {len(report['results'])} cases in {t['run_s']} s, "
+    print(f"\nPyodide {report['python']} / NumPy {report['numpy']} ({request.param} C kernels): boot "
+          f"{t['pyodide_boot_s']} s, numpy {t['numpy_load_s']} s, {len(report['results'])} cases in {t['run_s']} s, "
           f"total {t['total_s']} s", file=sys.stderr)
     return report
 
@@ -60,13 +77,10 @@ def test_pyodide_runs_every_case(pyodide_report: dict) -> None:  # type: ignore[
     assert len(pyodide_report["results"]) == len(wpt.load_dir(DATA))
 
 
-def test_wasm_c_kernels_match_float64(pyodide_report: dict) -> None:  # type: ignore[type-arg]
-    """The wasm build of the C kernels against float64 formulas (py_core.testing.native_check), in Pyodide."""
-    proc = subprocess.run([shutil.which("node") or "node", str(RUNNER), "--native"], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, f"run_wpt.mjs --native failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
-    report = json.loads(proc.stdout)
-    assert report["native"]
+@pytest.mark.parametrize("build", list(BUILDS))
+def test_wasm_c_kernels_match_float64(build: str) -> None:
+    """Each wasm build of the C kernels against float64 formulas (py_core.testing.native_check), in Pyodide."""
+    report = run_node(build, "--native", timeout=300)
     assert len(report["checks"]) == len(list(native_check.cases()))
     bad = [c for c in report["checks"] if not c["error"] <= c["tolerance"]]
     assert not bad, bad[:10]
