@@ -3,8 +3,8 @@
 #   _webnn_kernels.wasm32.wasm  clang --target=wasm32-unknown-emscripten -msimd128, a Pyodide side module
 #                             (shipped in the core wheel; Pyodide loads it, py_core calls it through ctypes)
 #   _webnn_kernels.relaxed.wasm32.wasm  the same with -DWK_RELAXED: the packed product's multiply-add as
-#                             f32x4.relaxed_madd (relaxed SIMD; the worker loads it where it is faster, see
-#                             py_core/kernels/native/__init__.py)
+#                             f32x4.relaxed_madd (relaxed SIMD; the worker loads it where the engine
+#                             compiles it, else the plain one: py_core/kernels/native/__init__.py)
 #   _webnn_kernels.host.so    the system C compiler, for CPython (the core tests run the same C code)
 # Needs clang and wasm-ld (Debian: clang, lld; as root with apt-get they are installed when missing) and cc.
 # Rebuilds only when the source or this script is newer than an output.

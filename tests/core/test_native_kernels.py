@@ -204,14 +204,15 @@ def test_depthwise_3x3_path_keeps_an_infinite_tap_out_of_the_padding(strides: tu
 
 
 def test_the_relaxed_build_is_chosen_by_the_switch_and_never_on_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
-    """PYODIDE_WEBNN_RELAXED decides where it is set; CPython always loads the host build (no relaxed one)."""
+    """PYODIDE_WEBNN_RELAXED=0 keeps the plain build; CPython always loads the host build (no relaxed one)."""
     monkeypatch.setenv("PYODIDE_WEBNN_RELAXED", "0")
     assert not native._relaxed_wanted()
     monkeypatch.setenv("PYODIDE_WEBNN_RELAXED", "1")
+    assert native._relaxed_wanted()
+    monkeypatch.delenv("PYODIDE_WEBNN_RELAXED")
     assert native._relaxed_wanted()
     native.use_native(True)
     try:
         assert native.LOADED_FILE == native.LIB_FILE
     finally:
-        monkeypatch.delenv("PYODIDE_WEBNN_RELAXED")
         native.use_native(True)

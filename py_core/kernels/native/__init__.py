@@ -85,19 +85,9 @@ class NativeRangeError(ValueError):
 
 
 def _relaxed_wanted() -> bool:
-    """Whether to try the relaxed-SIMD build (wasm only): PYODIDE_WEBNN_RELAXED=1 or 0 decides; by default
-    every engine but SpiderMonkey, where its fused multiply-add measured 5-10% slower than multiply then add
-    (Firefox 153; V8 in Chromium 156 gains 20-30% on the product).  An engine without relaxed SIMD refuses to
-    compile the file and the plain build loads instead."""
-    choice = os.environ.get("PYODIDE_WEBNN_RELAXED", "")
-    if choice in ("0", "1"):
-        return choice == "1"
-    try:
-        import js  # type: ignore[import-not-found]
-
-        return "Firefox" not in str(js.navigator.userAgent)
-    except (ImportError, AttributeError):  # no navigator: Node (V8)
-        return True
+    """Whether to try the relaxed-SIMD build first (wasm only): yes unless PYODIDE_WEBNN_RELAXED=0.  An engine
+    without relaxed SIMD refuses to compile the file and the plain build loads instead."""
+    return os.environ.get("PYODIDE_WEBNN_RELAXED", "1") != "0"
 
 
 def _open() -> tuple[ctypes.CDLL, str] | None:

@@ -223,10 +223,11 @@ static void sgemm_strips(i64 M, i64 N, i64 K, const float *A, i64 ar, i64 ak, co
  * 4 x 8: equal within the noise; 6 x 8 and 3 x 16 spill (12 accumulators) and lose 30-50%.
  */
 /* The multiply-add of the packed product's inner loop.  The relaxed build (WK_RELAXED, a second wasm file, see
- * scripts/build_native.sh) uses f32x4.relaxed_madd, which an engine may run as one fused multiply-add: V8 does
- * (x86 FMA), and the product gains 20-30% in Chromium; SpiderMonkey measured 5-10% slower with it, so Firefox
- * keeps the plain build (py_core/kernels/native/__init__.py chooses).  Fused or not, each sum still runs in
- * k order; a fused step rounds once instead of twice (well inside native_check's tolerance). */
+ * scripts/build_native.sh) uses f32x4.relaxed_madd, which an engine may run as one fused multiply-add: on
+ * x86 with FMA both V8 and SpiderMonkey do, and the product gains 15-30% in Chromium 156 and Firefox 153 (the
+ * accumulator must be the third operand, the one an x86 FMA overwrites: as the first, Firefox ran 5-10%
+ * slower than without).  Fused or not, each sum still runs in k order; a fused step rounds once instead of
+ * twice (well inside native_check's tolerance).  The worker loads this build where the engine compiles it. */
 #ifdef WK_RELAXED
 /* clang 14 spells it f32x4.fma (the proposal's first opcode); build_native.sh renumbers it to relaxed_madd */
 #define MADD(a, b, c) __builtin_wasm_fma_f32x4((a), (b), (c))
