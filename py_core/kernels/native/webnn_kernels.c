@@ -1,17 +1,19 @@
 /* The hot float32 kernels of the compiled graph, in C with 128-bit vectors.
  *
- * Built twice from this one file (Makefile, `make build`):
+ * Built three times from this one file (scripts/build_native.sh, `make build`):
  *   - for the browser: clang --target=wasm32-unknown-emscripten -msimd128 as a Pyodide side module
- *     (_webnn_kernels.wasm32.so, shipped in the core wheel; Pyodide loads it, Python calls it with ctypes);
+ *     (_webnn_kernels.wasm32.wasm, shipped in the core wheel; Pyodide loads it, Python calls it with ctypes),
+ *     and the same with -DWK_RELAXED (_webnn_kernels.relaxed.wasm32.wasm: the packed product's multiply-add
+ *     as f32x4.relaxed_madd, loaded first where the engine compiles it);
  *   - for CPython: gcc -shared (_webnn_kernels.host.so), so the core test suite runs the same code.
  * GCC vector extensions lower to wasm SIMD128 with clang and to SSE with gcc: no intrinsics, one source.
  *
  * Why: Pyodide's NumPy has no BLAS and no SIMD; its einsum product reaches 2-7 GFLOP/s and SciPy's wasm
- * OpenBLAS 5-8, while a 4x8 register-tiled SIMD product is measured in docs/performance.md.
+ * OpenBLAS 5-8, while the packed-panel SIMD product here runs at 30-50 (docs/performance.md).
  *
  * Rules: no libc (freestanding, nothing allocated here: every buffer comes from NumPy), float32 only,
- * plain multiply then add (wasm SIMD128 has no fused multiply-add, so results do not depend on contraction),
- * and the same post-op arithmetic as py_core/compiler/kernels.py so fused and unfused graphs round alike.
+ * plain multiply then add (-ffp-contract=off: no contraction the compiler chooses; only the relaxed build's
+ * MADD below may fuse, where the engine decides), and the same post-op arithmetic as py_core/compiler/kernels.py so fused and unfused graphs round alike.
  *
  * Indices: every count, stride, geometry value and offset is an i64 (64 bits in both builds; `long` is 32 bits
  * in wasm32), so padding or dilations near 2^32 give exact coordinates, and a coordinate is compared with the
@@ -74,8 +76,9 @@ static inline float act1(float v, int act, float lo, float hi) {
 /* ------------------------------------------------------------------------------------------------ GEMM
  * C[M, N] = act(A[M, K] B[K, N] + bias).  A is read through two strides (row ar, column ak: row-major,
  * transposed or pre-packed alike), B row by row (row stride ldb, unit column stride), C row-major (ldc).
- * Register tile 4 rows x 8 columns: 8 accumulators, 2 B vectors and 1 broadcast fit the 16 vector
- * registers of x86-64 (what a browser's wasm JIT maps SIMD128 to) without spills.  Sums run in k order.
+ * The strip kernel (used for M = 1 or N < 16, and without a work buffer): register tile 4 rows x 8 columns,
+ * 8 accumulators, 2 B vectors and 1 broadcast fit the 16 vector registers of x86-64 (what a browser's wasm
+ * JIT maps SIMD128 to) without spills.  Sums run in k order.  Larger products take the packed one below.
  */
 
 typedef struct {
@@ -217,9 +220,9 @@ static void sgemm_strips(i64 M, i64 N, i64 K, const float *A, i64 ar, i64 ak, co
  * (wk_pack_b) and multiplied with wk_sgemm_packed.
  *
  * Measured in Chromium 156 and Firefox 153 (docs/performance.md): the strip kernel reads one new B row
- * (stride ldb) per k, half of each 64-byte line, and runs at 17-20 GFLOP/s in Firefox against 25-40 in
- * Chromium on the same wasm; packed, Firefox runs the same shapes at 25-33 GFLOP/s and Chromium at 29-40
- * (512^3: 40 instead of 24).  MRB x PANEL = 2 x 16 (8 accumulators, 4 B vectors, 2 broadcasts) against
+ * (stride ldb) per k, half of each 64-byte line, and runs at 17-20 GFLOP/s in Firefox against 26-39 in
+ * Chromium on the same wasm; packed, Firefox runs the same shapes at 30-34 GFLOP/s and Chromium at 34-40
+ * (38-50 for both with relaxed_madd).  MRB x PANEL = 2 x 16 (8 accumulators, 4 B vectors, 2 broadcasts) against
  * 4 x 8: equal within the noise; 6 x 8 and 3 x 16 spill (12 accumulators) and lose 30-50%.
  */
 /* The multiply-add of the packed product's inner loop.  The relaxed build (WK_RELAXED, a second wasm file, see
