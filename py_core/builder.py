@@ -12,7 +12,7 @@ from typing import Any
 
 from py_core.errors import InvalidStateError, WebNNTypeError
 from py_core.graph import Graph, Operand, Operation
-from py_core.spec import OPS, OpSpec, validate
+from py_core.spec import OPS, OpSpec, bind, infer_outputs, normalize
 from py_core.spec.table import OPERANDS, check_output_descriptor
 from py_core.types import DataType, OperandDescriptor
 
@@ -139,7 +139,9 @@ class GraphBuilder:
                 descs[p.name] = [x.desc for x in h] if isinstance(h, list) else h.desc
             elif v is not None:
                 values[p.name] = v
-        outs, options = validate(spec, descs, values, label)
+        bound = bind(spec, descs, values, label)
+        outs = infer_outputs(bound)
+        options = normalize(bound)
         handles_out = [self._new_operand(d, "output") for d in outs]
         # every operand parameter is recorded, absent optional ones as None: kernels get them as None
         ids: dict[str, int | list[int] | None] = dict.fromkeys((p.name for p in spec.operand_params), None)
