@@ -10,7 +10,7 @@ from typing import Any
 from py_core.spec.common import broadcast_shapes, check_axis
 from py_core.spec.mlnumber import cast_number
 from py_core.spec.table import DOUBLE, NUMBER, ULONG, OpCall, OpSpec, operand, value
-from py_core.types import FLOATS, INT_RANGES, DataType, OperandDescriptor
+from py_core.types import FLOATS, INT_RANGES, MAX_RANK, DataType, OperandDescriptor
 
 FAMILY = "activation"
 
@@ -98,5 +98,5 @@ ROWS: list[OpSpec] = [
            (value("minValue", NUMBER, None), value("maxValue", NUMBER, None)), _clamp, normalize=_clamp_options),
     OpSpec("prelu", FAMILY, (operand("input", FLOATS_SIGNED_INTS), operand("slope", same_type_as="input")),
            (), _prelu),
-    OpSpec("softmax", FAMILY, (operand("input", FLOATS, ranks=(1, 8)), value("axis", ULONG)), (), _softmax),
+    OpSpec("softmax", FAMILY, (operand("input", FLOATS, ranks=(1, MAX_RANK)), value("axis", ULONG)), (), _softmax),
 ]

@@ -8,7 +8,7 @@ from typing import Any
 
 from py_core.spec.common import broadcast_shapes, check_unidirectional
 from py_core.spec.table import BOOLEAN, FLOAT, OpCall, OpSpec, operand, value
-from py_core.types import FLOATS, OperandDescriptor
+from py_core.types import FLOATS, MAX_RANK, OperandDescriptor
 
 FAMILY = "matrix"
 
@@ -71,9 +71,9 @@ ROWS: list[OpSpec] = [
     # 1-D operands are not allowed: "If either rankA or rankB is less than 2, then throw a TypeError"
     OpSpec(
         "matmul", FAMILY,
-        (operand("a", FLOATS, ranks=(2, 8)), operand("b", FLOATS, ranks=(2, 8), same_type_as="a")),
+        (operand("a", FLOATS, ranks=(2, MAX_RANK)), operand("b", FLOATS, ranks=(2, MAX_RANK), same_type_as="a")),
         (),
         _matmul,
-        output_ranks=(2, 8),
+        output_ranks=(2, MAX_RANK),
     ),
 ]

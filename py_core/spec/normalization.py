@@ -8,7 +8,7 @@ from typing import Any
 from py_core.spec.common import check_axes, check_axis
 from py_core.spec.mlnumber import cast_number
 from py_core.spec.table import DOUBLE, ULONG, ULONGS, OpCall, OpSpec, enum, operand, value
-from py_core.types import FLOATS, OperandDescriptor
+from py_core.types import FLOATS, MAX_RANK, OperandDescriptor
 
 FAMILY = "normalization"
 LAYOUTS = ("nchw", "nhwc")
@@ -71,7 +71,7 @@ def _layer_norm_options(call: OpCall) -> dict[str, Any]:
 
 ROWS: list[OpSpec] = [
     OpSpec("batchNormalization", FAMILY,
-           (operand("input", FLOATS, ranks=(1, 8)), operand("mean", ranks=(1, 1), same_type_as="input"),
+           (operand("input", FLOATS, ranks=(1, MAX_RANK)), operand("mean", ranks=(1, 1), same_type_as="input"),
             operand("variance", ranks=(1, 1), same_type_as="input")),
            (operand("scale", ranks=(1, 1), same_type_as="input", optional=True),
             operand("bias", ranks=(1, 1), same_type_as="input", optional=True),

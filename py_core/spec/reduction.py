@@ -15,7 +15,7 @@ from py_core.spec.table import (
     operand,
     value,
 )
-from py_core.types import ALL_TYPES, FLOATS, DataType, OperandDescriptor
+from py_core.types import ALL_TYPES, FLOATS, MAX_RANK, DataType, OperandDescriptor
 
 FAMILY = "reduction"
 
@@ -77,13 +77,13 @@ def arg_row(name: str) -> OpSpec:
     """argMin/argMax(input, axis, {keepDimensions, outputDataType}).
     https://www.w3.org/TR/webnn/#api-mlgraphbuilder-argminmax"""
     return OpSpec(
-        name, FAMILY, (operand("input", ALL_TYPES, ranks=(1, 8)), value("axis", ULONG)),
+        name, FAMILY, (operand("input", ALL_TYPES, ranks=(1, MAX_RANK)), value("axis", ULONG)),
         (value("keepDimensions", BOOLEAN, False), value("outputDataType", DATA_TYPE, "int32")),
         _arg_min_max,
         # the default arrives as a string, a given value as a DataType: the graph records the DataType
         normalize=lambda call: {"outputDataType": DataType.parse(call["outputDataType"])},
         output_types=ARG_OUTPUT_TYPES,
-        output_ranks=(0, 8),
+        output_ranks=(0, MAX_RANK),
     )
 
 
@@ -108,7 +108,7 @@ ROWS: list[OpSpec] = [
     arg_row("argMax"),
     # https://www.w3.org/TR/webnn/#api-mlgraphbuilder-cumulativesum: rank N, but axis < N rules out scalars
     OpSpec(
-        "cumulativeSum", FAMILY, (operand("input", ALL_TYPES, ranks=(1, 8)), value("axis", ULONG)),
+        "cumulativeSum", FAMILY, (operand("input", ALL_TYPES, ranks=(1, MAX_RANK)), value("axis", ULONG)),
         (value("exclusive", BOOLEAN, False), value("reversed", BOOLEAN, False)),
         _cumulative_sum,
     ),

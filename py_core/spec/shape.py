@@ -30,12 +30,9 @@ from py_core.spec.table import (
     operands,
     value,
 )
-from py_core.types import ALL_TYPES, MAX_DIMENSION, DataType, OperandDescriptor
+from py_core.types import ALL_TYPES, MAX_DIMENSION, MAX_RANK, DataType, OperandDescriptor
 
 FAMILY = "shape"
-
-# Largest operand rank: the upper end of table.Param's default rank range.
-MAX_RANK = 8
 
 
 def check_shape(call: OpCall, name: str, shape: Sequence[int]) -> None:
@@ -209,8 +206,8 @@ ROWS: list[OpSpec] = [
           value("value", NUMBER, 0)), _pad,
          # the padding value cast to the input's data type (spec steps)
          normalize=lambda call: {"value": cast_number(call["value"], call.operand("input").data_type)}),
-    _row("concat", (operands("inputs", ranks=(1, 8)), value("axis", ULONG)), (), _concat),
-    _row("split", (operand("input", ranks=(1, 8)), value("splits", ULONG_OR_ULONGS)), (value("axis", ULONG, 0),),
+    _row("concat", (operands("inputs", ranks=(1, MAX_RANK)), value("axis", ULONG)), (), _concat),
+    _row("split", (operand("input", ranks=(1, MAX_RANK)), value("splits", ULONG_OR_ULONGS)), (value("axis", ULONG, 0),),
          _split, returns="operands", limits_output_name="outputs"),
     _row("expand", (operand("input"), value("newShape", ULONGS)), (), _expand),
     _row("tile", (operand("input"), value("repetitions", ULONGS)), (), _tile),

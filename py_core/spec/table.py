@@ -26,6 +26,7 @@ from py_core.spec.required import REQUIRED as DRAFT_REQUIRED
 from py_core.types import (
     ALL_TYPES,
     MAX_DIMENSION,
+    MAX_RANK,
     MAX_TENSOR_BYTE_LENGTH,
     MAX_UNSIGNED_LONG,
     DataType,
@@ -71,7 +72,7 @@ class Param:
     enum_name: str = ""
     types: frozenset[DataType] = ALL_TYPES
     same_type_as: str = ""
-    ranks: tuple[int, int] = (0, 8)
+    ranks: tuple[int, int] = (0, MAX_RANK)
 
     @property
     def is_operand(self) -> bool:
@@ -91,14 +92,14 @@ class Param:
         return out
 
 
-def operand(name: str, types: frozenset[DataType] = ALL_TYPES, *, ranks: tuple[int, int] = (0, 8),
+def operand(name: str, types: frozenset[DataType] = ALL_TYPES, *, ranks: tuple[int, int] = (0, MAX_RANK),
             same_type_as: str = "", optional: bool = False) -> Param:
     """An MLOperand argument (or, with optional=True, an MLOperand options member)."""
     return Param(name, OPERAND, None if optional else REQUIRED, types=types, ranks=ranks,
                  same_type_as=same_type_as)
 
 
-def operands(name: str, types: frozenset[DataType] = ALL_TYPES, *, ranks: tuple[int, int] = (0, 8)) -> Param:
+def operands(name: str, types: frozenset[DataType] = ALL_TYPES, *, ranks: tuple[int, int] = (0, MAX_RANK)) -> Param:
     """A sequence<MLOperand> argument."""
     return Param(name, OPERANDS, REQUIRED, types=types, ranks=ranks)
 
