@@ -18,14 +18,18 @@ from py_core.types import DataType, OperandDescriptor
 
 
 class BuilderOperand:
-    """MLOperand: an operand handle with its descriptor known at once.  https://www.w3.org/TR/webnn/#api-mloperand"""
+    """MLOperand: a handle (builder, id) on an operand of the builder's graph, which alone holds its descriptor.
+    https://www.w3.org/TR/webnn/#api-mloperand"""
 
-    __slots__ = ("builder", "id", "desc")
+    __slots__ = ("builder", "id")
 
-    def __init__(self, builder: GraphBuilder, id: int, desc: OperandDescriptor):
+    def __init__(self, builder: GraphBuilder, id: int):
         self.builder = builder
         self.id = id
-        self.desc = desc
+
+    @property
+    def desc(self) -> OperandDescriptor:
+        return self.builder.graph.operands[self.id].desc
 
     @property
     def shape(self) -> list[int]:
@@ -77,7 +81,13 @@ class GraphBuilder:
         oid = self._next_id
         self._next_id += 1
         self.graph.operands[oid] = Operand(oid, desc, kind, name)
-        return BuilderOperand(self, oid, desc)
+        return BuilderOperand(self, oid)
+
+    def operand(self, oid: int) -> BuilderOperand:
+        """The handle of operand `oid` of this builder's graph (TypeError when there is none)."""
+        if not isinstance(oid, int) or isinstance(oid, bool) or oid not in self.graph.operands:
+            raise WebNNTypeError(f"MLGraphBuilder: no operand #{oid!r} in this builder")
+        return BuilderOperand(self, oid)
 
     def _check_state(self) -> None:
         if self._built:
