@@ -180,20 +180,17 @@ class ContextCore {
     return makeTensor(this, tid, desc, flags);
   }
 
-  /** Compile a graph the page's builder host produced, with its constant bytes and constant tensors. */
-  async buildGraph(graph, constants, constantTensors, where) {
+  /** Compile a graph the page's builder host produced ({graph: JSON text, inputs, outputs: descriptors}), with
+   *  its constant bytes and constant tensors. */
+  async buildGraph(built, constants, constantTensors, where) {
     const gid = nextObjectId++;
     const ids = [...constants.keys()];
     const buffers = ids.map((i) => constants.get(i));
     await this.untilLost(this.worker.request('build', {
-      ctx: this.id, gid, graph: JSON.stringify(graph), constIds: JSON.stringify(ids), buffers,
+      ctx: this.id, gid, graph: built.graph, constIds: JSON.stringify(ids), buffers,
       constantTensors: JSON.stringify(constantTensors),
     }, [...new Set(buffers.map((b) => b.buffer))]), where);
-    const descs = (names) => Object.fromEntries(Object.entries(names).map(([name, id]) => {
-      const o = graph.operands.find((x) => x.id === id);
-      return [name, {dataType: o.dataType, shape: o.shape}];
-    }));
-    return makeGraph(this, gid, descs(graph.inputs), descs(graph.outputs));
+    return makeGraph(this, gid, built.inputs, built.outputs);
   }
 
   destroy() {

@@ -69,10 +69,19 @@ class BuilderHost:
         return [self._out(h) for h in outs]
 
     def build(self, bid: int, outputs: dict[str, int]) -> dict[str, Any]:
+        """The built graph as the JSON text the page hands on to the worker unread, with what the page needs of
+        it: the ids of its constant operands (whose bytes the page holds) and its inputs' and outputs'
+        descriptors (MLGraph's)."""
         b = self._builder(bid)
         graph = b.build({name: b.operand(i) for name, i in outputs.items()})
         self.release(bid)
-        return graph.to_json()
+
+        def descs(names: dict[str, int]) -> dict[str, Any]:
+            return {name: graph.operands[i].desc.to_json() for name, i in names.items()}
+
+        return {"graph": dumps(graph.to_json()),
+                "constants": [o.id for o in graph.operands.values() if o.kind == "constant"],
+                "inputs": descs(graph.inputs), "outputs": descs(graph.outputs)}
 
     def op_table(self) -> list[dict[str, Any]]:
         return [spec.to_json() for spec in OPS.values()]
