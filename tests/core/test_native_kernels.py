@@ -169,10 +169,12 @@ def test_the_wrappers_refuse_what_the_kernels_cannot_handle_in_bounds() -> None:
 def test_packed_conv2d_keeps_numpy_when_the_geometry_does_not_fit() -> None:
     """The one check where the kernel is chosen: out of range, the NumPy kernel runs (never the C call)."""
     from py_core.compiler.kernels import PackedConv2d
+    from py_core.kernels.convolution import conv2d_nhwc
+    from py_core.kernels.matrix import matmul2d
 
     w = np.ones((3, 3, 1, 2), np.float32)
     common = {"padding": [1, 1, 1, 1], "strides": [1, 1], "groups": 2, "layout": "nchw", "in_shape": (1, 2, 4, 4),
-              "out_shape": (1, 2, 4, 4)}
+              "out_shape": (1, 2, 4, 4), "reference": conv2d_nhwc, "product": matmul2d}
     assert PackedConv2d(w, None, dilations=[1, 1], **common).native_fits
     # not a valid WebNN dilation (> 2^32 - 1): only reachable from Python, and refused for the C kernels
     assert not PackedConv2d(w, None, dilations=[2**62, 1], **common).native_fits
