@@ -10,9 +10,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from pages import POLYFILL_BOOT, booted_page
+from pages import POLYFILL_BOOT, booted_page, open_page
 
 from web.browsers import launch_args
+from web.scripts import load_script
 
 pytestmark = pytest.mark.browser
 
@@ -274,3 +275,70 @@ def test_without_webgpu_the_polyfill_says_what_is_missing(webnn_page: Any) -> No
     assert out["gpuDevice"] is None
     assert out["createContext"] == "ok"
 
+
+# ------------------------------------------------------------------------------------------------ the gallery sample
+
+GALLERY_TIMEOUT_MS = 240_000  # the TFLite loader boots Pyodide in a worker and converts the model on first use
+
+
+def test_gallery_sample_composites_the_mask_through_webgpu(webgpu_page: Any, dev_server: str) -> None:
+    """web/gallery/lib/samples/gpu-mask.js: the selfie mask, exported to WebGPU, composited by a WGSL shader on a
+    WebGPU canvas: the person keeps the photo's colours, the background (LiteRT's mask < 0.01) turns grey."""
+    import io
+
+    from PIL import Image
+
+    ref = pytest.importorskip("gallery_reference")
+    skimage_data = pytest.importorskip("skimage.data")
+    load_script("make_samples").make_samples()
+    page, errors = open_page(webgpu_page.context, f"{dev_server}/gallery/samples.html#blur", GALLERY_TIMEOUT_MS)
+    try:
+        page.evaluate("window.gallery.ready")
+        snap = page.evaluate("() => window.gallery.open('webgpu', {source: 'astronaut'})")
+        assert not snap["errors"], snap["errors"]
+        result = snap["result"]
+        assert result["bufferUsage"] == 0x80 | 0x04 | 0x08 and result["maskBytes"] == 256 * 256 * 4
+        assert result["exports"] == 1 and "swiftshader" in result["adapter"]
+        assert result["present"] == "readback"  # SwiftShader headless: see presentation() in the sample
+        details = page.locator("#details").inner_text()
+        assert "copies" in details and "STORAGE | COPY_SRC | COPY_DST" in details
+        canvas = page.locator("#view canvas")
+        size = page.evaluate("() => { const c = document.querySelector('#view canvas'); return [c.width, c.height]; }")
+        shot = np.asarray(Image.open(io.BytesIO(canvas.screenshot())).convert("RGB").resize(size), dtype=np.int16)
+    finally:
+        page.close()
+    assert errors == []
+    photo = np.asarray(skimage_data.astronaut())
+    assert photo.shape[1::-1] == tuple(size)  # the sample draws the 512x512 photo at its own size
+    mask = np.asarray(Image.fromarray(ref.selfie_mask(photo)).resize(size, Image.BILINEAR))
+    assert shot.std() > 20  # a picture, not one colour
+    background, person = mask < 0.01, mask > 0.99
+    assert background.mean() > 0.1 and person.mean() > 0.1
+    spread = shot.max(axis=2) - shot.min(axis=2)
+    grey = spread[background] <= 4
+    print(f"background pixels grey: {grey.mean():.4f}; person pixels: {person.mean():.3f} of the frame")
+    assert grey.mean() > 0.97
+    # the person keeps the photo's colours (the flag and suit are colourful), the background is darkened
+    assert np.abs(shot[person] - photo[person]).mean() < 6
+    assert spread[person].mean() > 25
+    assert shot[background].mean() < 0.6 * photo[background].mean()
+
+
+def test_gallery_sample_says_when_webgpu_is_missing(browser: Any, dev_server: str) -> None:
+    """The shared browser has no WebGPU adapter (Chromium without --enable-unsafe-webgpu) or no WebGPU at all
+    (Firefox on Linux): the sample says so before loading its model."""
+    page, errors = open_page(browser, f"{dev_server}/gallery/samples.html#blur", GALLERY_TIMEOUT_MS)
+    try:
+        page.evaluate("window.gallery.ready")
+        has_gpu = page.evaluate("() => !!navigator.gpu")
+        message = page.evaluate("""() => window.gallery.open('webgpu').then(() => 'opened', (e) => e.message)""")
+        shown = page.locator("#error").inner_text()
+    finally:
+        page.close()
+    print(f"navigator.gpu: {has_gpu}; the page says: {shown}")
+    assert message != "opened" and "WebGPU" in shown
+    if not has_gpu:
+        assert "This browser has no WebGPU (navigator.gpu is missing)" in shown
+    else:
+        assert "no WebGPU adapter" in shown
+    assert errors == []
