@@ -4,7 +4,7 @@ import {makeContext} from './context.js';
 import {toDictionary, toEnum} from './idl.js';
 import {isStrict} from './compat.js';
 import {INTERNAL, defineInterface, illegal, stateOf} from './internal.js';
-import {deviceLost, isGPUDevice} from './webgpu.js';
+import {isGPUDevice} from './webgpu.js';
 
 const POWER_PREFERENCES = ['default', 'high-performance', 'low-power'];
 // Earlier drafts had deviceType (and WPT still passes it); every device of the polyfill is the CPU, in a worker.
@@ -25,7 +25,7 @@ export class ML {
     if (isGPUDevice(options)) {
       // Graphs still run in the polyfill's engine (the CPU, in a worker); the context remembers the device, and
       // tensors reach it through createExportableTensor() / exportToGPU(), with copies (webgpu.js).
-      if (deviceLost(options)) throw new DOMException(`${where}: the GPUDevice was lost or destroyed`, 'InvalidStateError');
+      // A lost or destroyed device is accepted, as Chromium 153 does (its createExportableTensor() refuses it).
       const worker = await runtime.boot();
       return makeContext(runtime, worker, {powerPreference: 'default', accelerated: true, gpuDevice: options});
     }

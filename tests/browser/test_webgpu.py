@@ -207,7 +207,7 @@ async () => {
   out.lostRentals = P.webgpuStats().lostRentals - before;
   out.afterDeviceLost = Array.from(new Float32Array(await ctx.readTensor(t2)));
   out.createOnLostDevice = await attempt(() => ctx.createExportableTensor(d, device2));
-  out.contextOnLostDevice = await attempt(() => P.ml.createContext(device2));
+  out.contextOnLostDevice = await attempt(async () => (await P.ml.createContext(device2)).destroy());
   const fake = Object.create(GPUDevice.prototype);
   out.contextOnFake = await attempt(async () => (await P.ml.createContext(fake)).destroy());
   ctx.destroy();
@@ -239,7 +239,7 @@ def test_errors_match_chromium(webgpu_page: Any) -> None:
     assert out["lostRentals"] == 1
     assert out["afterDeviceLost"] == [1, 2, 3, 4]
     is_error("createOnLostDevice", "InvalidStateError", "lost or destroyed")
-    is_error("contextOnLostDevice", "InvalidStateError", "lost or destroyed")
+    assert out["contextOnLostDevice"] == "ok"  # as the npm Chromium 153 (only createExportableTensor refuses it)
     assert out["contextOnFake"] == "ok"  # not a platform object: read as MLContextOptions, as Chromium does
     is_error("exportLost", "InvalidStateError", "lost")
 
