@@ -233,7 +233,10 @@ export class MLContext {
       if (t.context !== this) throw new TypeError(`${where}: the tensor '${name}' belongs to another MLContext`);
       if (t.destroyed) throw new TypeError(`${where}: the tensor '${name}' has been destroyed`);
       // Chromium: "Input tensor has been exported to WebGPU" (MLTensor explainer: rented until GPUBuffer.destroy())
-      if (t.rental) throw new TypeError(`${where}: the tensor '${name}' has been exported to WebGPU (destroy() its GPUBuffer to give it back)`);
+      if (t.rental) {
+        throw new TypeError(`${where}: the tensor '${name}' has been exported to WebGPU (destroy() its GPUBuffer to `
+          + 'give it back)');
+      }
     }
     const inIds = c.validateNamed(ins, g.inputs, `${where}: inputs`);
     const outIds = c.validateNamed(outs, g.outputs, `${where}: outputs`);

@@ -11,6 +11,8 @@
 //   return: a GPU copy into a MAP_READ staging buffer, a copy out of its mapped range, and the worker's copy into
 //           the WebAssembly heap: 3 copies.
 
+import {byteLengthOf} from './buffers.js';
+
 const STORAGE = 0x80, COPY_SRC = 0x04, COPY_DST = 0x08, MAP_READ = 0x01;  // GPUBufferUsage, GPUMapMode.READ
 const EXPORT_USAGE = STORAGE | COPY_SRC | COPY_DST;
 
@@ -119,11 +121,6 @@ function gated(worker) {
 
 // ----------------------------------------------------------------------------------------------------- the rental
 
-function byteLengthOf(t) {
-  const BYTES = {float32: 4, float16: 2, int32: 4, uint32: 4, int64: 8, uint64: 8, int8: 1, uint8: 1};
-  return t.shape.reduce((a, b) => a * b, 1) * BYTES[t.dataType];
-}
-
 /** exportToGPU's steps after the context checks: rent the tensor to WebGPU as a GPUBuffer holding its bytes. */
 export async function exportTensor(c, t, where) {
   if (!t.gpuDevice) {
@@ -141,7 +138,9 @@ export async function exportTensor(c, t, where) {
   try {
     bytes = await c.untilLost(c.worker.request('read', {ctx: c.id, tid: t.id}), where);
     if (t.destroyed) throw new DOMException(`${where}: the tensor has been destroyed`, 'InvalidStateError');
-    if (deviceLost(device)) throw new DOMException(`${where}: the GPUDevice was lost or destroyed`, 'InvalidStateError');
+    if (deviceLost(device)) {
+      throw new DOMException(`${where}: the GPUDevice was lost or destroyed`, 'InvalidStateError');
+    }
   } catch (e) {
     endRental(rental);
     throw e;

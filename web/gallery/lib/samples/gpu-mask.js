@@ -222,6 +222,7 @@ export default {
         : 'Native WebNN shares the tensor with WebGPU without copies.',
     ];
     ctx.details(...lines.map((textContent) => Object.assign(document.createElement('p'), {textContent})));
-    return {adapter, present: mode, maskBytes: maskBuffer.size, bufferUsage: maskBuffer.usage, exports: copies?.exports ?? null};
+    return {adapter, present: mode, maskBytes: maskBuffer.size, bufferUsage: maskBuffer.usage,
+      exports: copies?.exports ?? null};
   },
 };
