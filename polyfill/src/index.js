@@ -67,11 +67,11 @@ function install() {
     config,
     /** Start loading Pyodide, NumPy and the core now, instead of at the first createContext(). */
     boot: () => runtime.boot().then(() => undefined),
+    /** WebGPU interop counters: exports, returns (GPUBuffer.destroy()), their bytes, the copies they made. */
+    webgpuStats,
     get bootTimings() { return {...runtime.timings}; },
     /** The worker's counters: live graphs and tensors, tensor bytes, native (C kernels loaded: 1/0), blas. */
     workerStats: async () => (await runtime.boot()).request('stats', {}),
-    /** WebGPU interop counters: exports, returns (GPUBuffer.destroy()), their bytes, the copies they made. */
-    webgpuStats,
     addEventListener: events.addEventListener.bind(events),
     removeEventListener: events.removeEventListener.bind(events),
   };
