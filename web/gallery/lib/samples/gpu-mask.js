@@ -163,7 +163,7 @@ export default {
   detailsTitle: 'WebNN to WebGPU',
   intro: 'MediaPipe <b>selfie segmentation</b> writes its mask into an <i>exportable</i> MLTensor; ' +
     '<code>exportToGPU()</code> hands it to <b>WebGPU</b> as a storage buffer, and a WGSL shader composites it ' +
-    'with the photo on a WebGPU canvas (the person in colour, the background grey). The mask never comes back ' +
+    'with the photo (the person in colour, the background grey). The mask never comes back ' +
     'to script. With the polyfill, whose engine runs on the CPU, the export and the return are copies (counted ' +
     'below).',
   unavailable: webgpuProblem,
