@@ -5,7 +5,9 @@ test (no WebGPU there) runs on the shared page with `--browser firefox`."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,6 +20,7 @@ from web.scripts import load_script
 pytestmark = pytest.mark.browser
 
 WEBGPU_FLAG = "--enable-unsafe-webgpu"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -305,6 +308,10 @@ def test_gallery_sample_composites_the_mask_through_webgpu(webgpu_page: Any, dev
         canvas = page.locator("#view canvas")
         size = page.evaluate("() => { const c = document.querySelector('#view canvas'); return [c.width, c.height]; }")
         shot = np.asarray(Image.open(io.BytesIO(canvas.screenshot())).convert("RGB").resize(size), dtype=np.int16)
+        # beside the other samples' screenshots (tests/browser/test_gallery_samples.py)
+        shots = Path(os.environ.get("PYODIDE_WEBNN_SHOTS") or ROOT / "test-results" / "gallery")
+        shots.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(shots / "chromium-webgpu.png"), full_page=True)
     finally:
         page.close()
     assert errors == []
