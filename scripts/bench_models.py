@@ -265,6 +265,21 @@ def generate(out: Path, with_tflite: bool = True) -> dict[str, Any]:
     return index
 
 
+def is_current(out: Path) -> bool:
+    """Whether `out` holds an index whose graphs are in this checkout's graph-file format (an older build of
+    build/bench-models, in a format since replaced, is regenerated rather than failing in the page)."""
+    from py_core.graphfile import FORMAT, VERSION
+
+    try:
+        index = json.loads((out / "index.json").read_text())
+        for entry in index.values():
+            head = json.loads((out / entry["graph"]).read_text())
+            return bool(head.get("format") == FORMAT and head.get("version") == VERSION)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+    return False
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)

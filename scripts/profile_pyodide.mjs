@@ -36,9 +36,9 @@ exe.run(feeds)
 
 def describe(step):
     fn = step.call.func if isinstance(step.call, functools.partial) else step.call
-    mode = getattr(fn, "mode", "")
     posts = len(getattr(fn, "posts", ()) or ())
-    return f"{step.op}{'/' + mode if mode else ''}{'+%d' % posts if posts else ''} {list(step.out_types[0][1])}"
+    kernel = f"[{step.variant}]" if step.variant else ""
+    return f"{step.op}{kernel}{'+%d' % posts if posts else ''} {list(step.out_types[0][1])}"
 
 per = collections.defaultdict(float)
 count = collections.Counter()

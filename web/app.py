@@ -274,7 +274,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/gallery", AssetFiles(WEB_DIR / "gallery", NO_CACHE, html=True), name="gallery")
     app.mount("/bench", AssetFiles(WEB_DIR / "bench" / "static", NO_CACHE, html=True), name="bench")
     app.mount("/reports", AssetFiles(settings.reports_dir, NO_CACHE), name="reports")
-    # the performance bench (scripts/bench.py): its page, the graphs scripts/bench_models.py writes, ORT-web
+    # the performance bench (make bench, web/bench/perf.py): its page, the graphs bench_models.py writes, ORT-web
     bench_models = settings.repo_root / "build" / "bench-models"
     app.mount("/perf/models", AssetFiles(bench_models, NO_CACHE), name="perf-models")
     app.mount("/perf", AssetFiles(WEB_DIR / "pages" / "bench", NO_CACHE, html=True), name="perf")

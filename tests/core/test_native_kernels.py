@@ -167,7 +167,7 @@ def test_packed_conv2d_keeps_numpy_when_the_geometry_does_not_fit() -> None:
 
     w = np.ones((3, 3, 1, 2), np.float32)
     common = {"padding": [1, 1, 1, 1], "strides": [1, 1], "groups": 2, "layout": "nchw", "in_shape": (1, 2, 4, 4),
-              "out_shape": (1, 2, 4, 4), "posts": []}
+              "out_shape": (1, 2, 4, 4)}
     assert PackedConv2d(w, None, dilations=[1, 1], **common).native_fits
     # not a valid WebNN dilation (> 2^32 - 1): only reachable from Python, and refused for the C kernels
     assert not PackedConv2d(w, None, dilations=[2**62, 1], **common).native_fits
