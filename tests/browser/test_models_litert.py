@@ -24,17 +24,18 @@ from web.mediapipe_models import model_path  # noqa: E402
 
 RUN_JS = r"""
 async ({name, outputs, native = false}) => {
-  const {buildGraph} = await import('/gallery/lib/replay.js');
+  const {buildGraph, descriptors} = await import('/lib/graphfile.js');
   const fetchBytes = async (what) => (await fetch(`/__models_litert/${name}.${what}`)).arrayBuffer();
   const program = JSON.parse(new TextDecoder().decode(await fetchBytes('json')));
   const [weights, input] = await Promise.all([fetchBytes('bin'), fetchBytes('input')]);
   const ctx = native ? window.__nctx : window.__ctx;
   const graph = await buildGraph(program, weights, ctx, native ? MLGraphBuilder : webnnPolyfill.MLGraphBuilder);
   const [inName, inDesc] = Object.entries(program.inputs)[0];
-  const inTensor = await ctx.createTensor({...inDesc, writable: true});
+  const inTensor = await ctx.createTensor({dataType: inDesc.dataType, shape: inDesc.shape, writable: true});
+  const descs = descriptors(program);
   const outTensors = {};
   for (const o of outputs) {
-    const d = program.outputs[o];
+    const d = descs[program.outputs[o]];
     outTensors[o] = await ctx.createTensor({dataType: d.dataType, shape: d.shape, readable: true});
   }
   ctx.writeTensor(inTensor, new Float32Array(input));
@@ -56,8 +57,8 @@ def _run(page: Any, name: str, native: bool = False) -> tuple[dict[str, np.ndarr
     """The model on one implementation of the page: (outputs, LiteRT's outputs, ms of one dispatch + read)."""
     x = core_models.model_input(name)
     reference = core_models.litert_outputs(name, x)
-    program = record_tflite(model_path(name), name)
-    files = {"json": program.dumps().encode(), "bin": program.weights, "input": x.tobytes()}
+    graph = record_tflite(model_path(name), name)
+    files = {"json": graph.dumps().encode(), "bin": graph.weights, "input": x.tobytes()}
 
     def serve(route: Any) -> None:
         what = route.request.url.rsplit(".", 1)[1]
