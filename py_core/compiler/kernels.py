@@ -3,7 +3,9 @@
 Float32 only (float16 graphs keep the reference kernels, which round once at the end).  Every kernel here
 returns a new array and applies its epilogue (py_core.kernels.traits.Epilogue: the in-place versions registered
 with each fusable operator's kernel) in place on it, so a fused chain allocates one output.  Which operator packs
-into which class is each product's `pack` trait (py_core/kernels/convolution.py, matrix.py).
+into which class is each product's `pack` trait (py_core/kernels/convolution.py, matrix.py), which also hands the
+class the reference functions it falls back to (`conv2d_nhwc`, `matmul2d`): this module imports no operator
+family, so the families' pack functions can import it without an import cycle (tests/core/test_import_cycles.py).
 """
 
 from __future__ import annotations
@@ -13,12 +15,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from py_core.kernels import native
-from py_core.kernels.convolution import conv2d_nhwc
-from py_core.kernels.matrix import matmul2d
 from py_core.kernels.traits import Epilogue, NativeAct
 from py_core.kernels.window import MAX_IM2COL_BYTES
 
 F32 = np.dtype(np.float32)
+# The 2-D product every packed kernel falls back to: py_core.kernels.matrix.matmul2d, handed in by the pack trait
+Product = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 # ----------------------------------------------------------------------------------------- epilogues
 
@@ -92,7 +94,10 @@ class PackedConv2d:
 
     def __init__(self, filter_hwio: np.ndarray, bias: np.ndarray | None, *, padding: Sequence[int],
                  strides: Sequence[int], dilations: Sequence[int], groups: int, layout: str,
-                 in_shape: Sequence[int], out_shape: Sequence[int], epilogue: Sequence[Epilogue] = ()):
+                 in_shape: Sequence[int], out_shape: Sequence[int], epilogue: Sequence[Epilogue] = (),
+                 reference: Callable[..., np.ndarray], product: Product):
+        # reference: py_core.kernels.convolution.conv2d_nhwc, product: matmul2d (handed in by the pack trait)
+        self.conv2d_nhwc, self.matmul2d = reference, product
         kh, kw, cg, o = filter_hwio.shape
         self.kh, self.kw, self.o = kh, kw, o
         self.padding, self.strides, self.dilations = tuple(padding), tuple(strides), tuple(dilations)
@@ -171,7 +176,7 @@ class PackedConv2d:
             hwio = self.w.reshape(self.kh, self.kw, -1, self.o)
         else:
             hwio = self.w.reshape(self.o, -1, self.kh, self.kw).transpose(2, 3, 1, 0)
-        y = conv2d_nhwc(x if nhwc else x.transpose(0, 2, 3, 1), hwio, padding=self.padding,
+        y = self.conv2d_nhwc(x if nhwc else x.transpose(0, 2, 3, 1), hwio, padding=self.padding,
                         strides=self.strides, dilations=self.dilations, groups=self.groups, out_hw=out_hw, wide=F32)
         if not nhwc:
             y = np.ascontiguousarray(y.transpose(0, 3, 1, 2))
@@ -288,13 +293,13 @@ class PackedConv2d:
             n, o, oh, ow = self.out_shape
         if self.mode == "gemm1x1":
             if nhwc:
-                y = matmul2d(x.reshape(-1, x.shape[-1]), self.w).reshape(self.out_shape)
+                y = self.matmul2d(x.reshape(-1, x.shape[-1]), self.w).reshape(self.out_shape)
             elif n == 1:
-                y = matmul2d(self.w, x.reshape(x.shape[1], -1)).reshape(self.out_shape)
+                y = self.matmul2d(self.w, x.reshape(x.shape[1], -1)).reshape(self.out_shape)
             else:
                 y = np.empty(self.out_shape, F32)
                 for b in range(n):
-                    y[b] = matmul2d(self.w, x[b].reshape(x.shape[1], -1)).reshape(o, oh, ow)
+                    y[b] = self.matmul2d(self.w, x[b].reshape(x.shape[1], -1)).reshape(o, oh, ow)
         elif self.mode == "im2col":
             xp = _pad(x, self.layout, self.padding)
             taps = self._taps(xp, oh, ow)
@@ -307,13 +312,13 @@ class PackedConv2d:
                 for t, (_, _, view) in enumerate(taps):
                     for ch in range(c):
                         cols_t[t, ch] = view[..., ch]
-                y = matmul2d(cols_t.reshape(k * c, n * oh * ow).T, self.w).reshape(self.out_shape)
+                y = self.matmul2d(cols_t.reshape(k * c, n * oh * ow).T, self.w).reshape(self.out_shape)
             elif nhwc:
                 c = x.shape[3]
                 cols = np.empty((n, oh, ow, k, c), F32)
                 for t, (_, _, view) in enumerate(taps):
                     cols[:, :, :, t, :] = view
-                y = matmul2d(cols.reshape(n * oh * ow, k * c), self.w).reshape(self.out_shape)
+                y = self.matmul2d(cols.reshape(n * oh * ow, k * c), self.w).reshape(self.out_shape)
             else:
                 c = x.shape[1]
                 y = np.empty(self.out_shape, F32)
@@ -321,7 +326,7 @@ class PackedConv2d:
                 for b in range(n):
                     for t, (_, _, view) in enumerate(taps):
                         cols[:, t] = view[b]
-                    y[b] = matmul2d(self.w, cols.reshape(c * k, oh * ow)).reshape(o, oh, ow)
+                    y[b] = self.matmul2d(self.w, cols.reshape(c * k, oh * ow)).reshape(o, oh, ow)
         elif not nhwc and self.strides == (1, 1) and o < 64:
             # measured in Pyodide: planes win with few channels on large maps (9.6 vs 16.8 ms at 112x112x32),
             # the channels-last rows win from 144 channels on (14.2 vs 16.7 ms at 56x56x144)
@@ -364,8 +369,9 @@ class PackedMatmul:
     """matmul / gemm with a constant 2-D right-hand side stored as the [K, N] the product wants; alpha,
     beta * C and epilogue applied in place."""
 
-    def __init__(self, b: np.ndarray, *, a_transpose: bool = False, alpha: float = 1.0,
+    def __init__(self, b: np.ndarray, *, product: Product, a_transpose: bool = False, alpha: float = 1.0,
                  c: np.ndarray | None = None, epilogue: Sequence[Epilogue] = (), out_shape: Sequence[int] = ()):
+        self.matmul2d = product  # py_core.kernels.matrix.matmul2d, handed in by the pack trait
         plain = np.ascontiguousarray(b.astype(F32))
         # with the C kernels, B is held once, packed into the panels the product reads (native.PackedB); the
         # NumPy path (C kernels switched off) unpacks it per call
@@ -409,7 +415,7 @@ class PackedMatmul:
                              hi=hi).reshape(self.out_shape)
             fused, posts = self.native_fused, self.native_posts
         else:
-            y = matmul2d(x.reshape(-1, x.shape[-1]), self.b).reshape(self.out_shape)
+            y = self.matmul2d(x.reshape(-1, x.shape[-1]), self.b).reshape(self.out_shape)
             fused, posts = False, self.posts
         if not fused:  # alpha and C after the product
             if self.alpha != 1:

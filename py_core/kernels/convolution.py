@@ -183,7 +183,7 @@ def _conv_transpose2d_flops(shapes: Mapping[str, Shape], out: Shape, o: Options)
 
 def _pack_conv2d(site: PackSite) -> Packed | None:
     """conv2d with a constant filter (and bias, if any): PackedConv2d, unless grouped but not depthwise."""
-    from py_core.compiler.kernels import PackedConv2d  # the compiler's plumbing imports this module
+    from py_core.compiler.kernels import PackedConv2d  # the compiler's plumbing (it imports no family module)
 
     o, w = site.options, site.constants["filter"]
     bias = site.constants.get("bias")
@@ -196,7 +196,7 @@ def _pack_conv2d(site: PackSite) -> Packed | None:
         return None
     packed = PackedConv2d(hwio, bias, padding=o["padding"], strides=o["strides"], dilations=o["dilations"],
                           groups=groups, layout=o["inputLayout"], in_shape=site.shapes["input"],
-                          out_shape=site.out_shape, epilogue=site.epilogue)
+                          out_shape=site.out_shape, epilogue=site.epilogue, reference=conv2d_nhwc, product=matmul2d)
     return Packed(packed, ("input",), packed.mode)
 
 

@@ -93,7 +93,7 @@ def _product_flops(shapes: Mapping[str, Shape], out: Shape, o: Options) -> float
 
 def _pack_gemm(site: PackSite) -> Packed | None:
     """gemm with a constant B (and C, if any): PackedMatmul with B as [K, N] and beta * C precomputed."""
-    from py_core.compiler.kernels import PackedMatmul  # the compiler's plumbing imports this module
+    from py_core.compiler.kernels import PackedMatmul  # the compiler's plumbing (it imports no family module)
 
     o, b = site.options, site.constants["b"]
     c = site.constants.get("c")
@@ -103,19 +103,20 @@ def _pack_gemm(site: PackSite) -> Packed | None:
         b = b.T
     # the spec casts alpha and beta to the operand type first; float32 here
     scaled_c = None if c is None else np.float32(o["beta"]) * c.astype(np.float32)
-    packed = PackedMatmul(b, a_transpose=o["aTranspose"], alpha=float(np.float32(o["alpha"])), c=scaled_c,
-                          epilogue=site.epilogue, out_shape=site.out_shape)
+    packed = PackedMatmul(b, product=matmul2d, a_transpose=o["aTranspose"], alpha=float(np.float32(o["alpha"])),
+                          c=scaled_c, epilogue=site.epilogue, out_shape=site.out_shape)
     return Packed(packed, ("a",), "packed")
 
 
 def _pack_matmul(site: PackSite) -> Packed | None:
     """matmul with a constant 2-D B: PackedMatmul."""
-    from py_core.compiler.kernels import PackedMatmul  # the compiler's plumbing imports this module
+    from py_core.compiler.kernels import PackedMatmul  # the compiler's plumbing (it imports no family module)
 
     b = site.constants["b"]
     if b is None or b.ndim != 2:
         return None
-    return Packed(PackedMatmul(b, epilogue=site.epilogue, out_shape=site.out_shape), ("a",), "packed")
+    return Packed(PackedMatmul(b, product=matmul2d, epilogue=site.epilogue, out_shape=site.out_shape), ("a",),
+                  "packed")
 
 
 TRAITS: dict[str, KernelTraits] = {

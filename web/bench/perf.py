@@ -361,7 +361,7 @@ def models(regen: bool = False) -> tuple[Path, dict[str, Any]]:
 
     bench_models = load_script("bench_models", Settings.from_env().repo_root)
     model_dir = Path(bench_models.DEFAULT_OUT)
-    if regen or not (model_dir / "index.json").is_file():
+    if regen or not bench_models.is_current(model_dir):
         log(f"generating the benchmark graphs (scripts/bench_models.py) into {model_dir}")
         bench_models.generate(model_dir)
     return model_dir, dict(json.loads((model_dir / "index.json").read_text()))
