@@ -117,6 +117,8 @@ def prelu(input: np.ndarray, slope: np.ndarray) -> np.ndarray:
 
 def softmax(input: np.ndarray, axis: int) -> np.ndarray:
     """softmax along `axis`.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-softmax-method"""
+    if input.dtype == F32 and native.available() and input.ndim and axis in (-1, input.ndim - 1) and input.size:
+        return native.softmax_last(input)  # C SIMD exp over contiguous rows
     x = input.astype(wide_type(input.dtype), copy=False)
     # subtract the max along the axis first: exp never overflows and the largest term is exactly 1
     e = np.exp(x - np.max(x, axis=axis, keepdims=True))
