@@ -31,7 +31,7 @@ pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
 RELATIVE_TOLERANCE = 1e-3
-ORT_MODELS = ("mobilenetv2", "encoder", "lstm_gru")
+ORT_MODELS = ("mobilenetv2", "encoder", "encoder_bert", "lstm_gru")
 # three MediaPipe models of different shapes: segmentation (with a custom transposed conv), detection, landmarks
 LITERT_MODELS = ("selfie_segmentation", "face_detection_short_range", "hand_landmark_lite")
 
