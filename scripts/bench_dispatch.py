@@ -116,6 +116,7 @@ async ({reps, n}) => {
   }
   const a = await setup();
   const b = await setup();
+  const workers = (await P.workerStats()).workers;
   const one = [], both = [];
   for (let round = 0; round < 3; round++) {
     let t = performance.now();
@@ -128,7 +129,7 @@ async ({reps, n}) => {
   }
   a.ctx.destroy();
   b.ctx.destroy();
-  return {one, both, workers: P.stats ? undefined : undefined};
+  return {one, both, workers, cores: navigator.hardwareConcurrency};
 }
 """
 
@@ -138,7 +139,34 @@ def two_contexts(page: Any, reps: int = 10, n: int = 256) -> dict[str, Any]:
     both at once; speedup = sequential / concurrent (2.0 = two cores fully used)."""
     r = page.evaluate(TWO_CONTEXTS_JS, {"reps": reps, "n": n})
     seq, conc = statistics.median(r["one"]), statistics.median(r["both"])
-    return {"sequentialMs": round(seq, 1), "concurrentMs": round(conc, 1), "speedup": round(seq / conc, 2)}
+    return {"sequentialMs": round(seq, 1), "concurrentMs": round(conc, 1), "speedup": round(seq / conc, 2),
+            "workers": r["workers"], "cores": r["cores"]}
+
+
+SECOND_WORKER_JS = r"""
+async () => {
+  const P = webnnPolyfill;
+  const a = await P.ml.createContext();
+  const before = await P.workerStats();
+  const t = performance.now();
+  const b = await P.ml.createContext();
+  const ms = performance.now() - t;
+  const after = await P.workerStats();
+  a.destroy();
+  b.destroy();
+  return {ms, before, after};
+}
+"""
+
+
+def second_worker(page: Any) -> dict[str, Any]:
+    """What a second concurrent context costs when it starts a worker of its own: createContext() time and the
+    WebAssembly memory the new worker adds (both workers' wasmBytes summed by workerStats)."""
+    r = page.evaluate(SECOND_WORKER_JS)
+    mib = 1 << 20
+    return {"workers": [r["before"]["workers"], r["after"]["workers"]], "createContextMs": round(r["ms"]),
+            "addedWasmMiB": round((r["after"]["wasmBytes"] - r["before"]["wasmBytes"]) / mib, 1),
+            "firstWorkerWasmMiB": round(r["before"]["wasmBytes"] / mib, 1)}
 
 
 # Before the polyfill loads: keep what the page sends the worker's 'build' (graph JSON and constants).
@@ -171,7 +199,8 @@ def save_captured(page: Any, out: Path) -> list[Path]:
     return paths
 
 
-CASES = {"encoder_bert": ort_encoder, "dispatch": dispatch_overhead, "two_contexts": two_contexts}
+CASES = {"encoder_bert": ort_encoder, "dispatch": dispatch_overhead, "two_contexts": two_contexts,
+         "second_worker": second_worker}
 
 
 def main() -> int:

@@ -10,6 +10,7 @@ import {destroyGraphState, makeGraph} from './graph.js';
 import {destroyTensorState, makeTensor} from './tensor.js';
 import {legacyCompute} from './compute.js';
 import {isStrict} from './compat.js';
+import {releaseWorker} from './pool.js';
 
 // opSupportLimits(): the draft (since webmachinelearning/webnn#910) and Chromium name the outputs of these
 // operators output0, output1, ...; the core describes them once, as `outputs`.
@@ -33,6 +34,7 @@ let nextObjectId = 1;
 const collected = new FinalizationRegistry(({core, kind, state}) => core.collect(kind, state));
 const droppedContexts = new FinalizationRegistry(({runtime, worker, id, listener}) => {
   runtime.lostListeners.delete(listener);
+  releaseWorker(runtime, worker);
   if (!worker.dead) worker.post('destroyContext', {ctx: id});
 });
 
@@ -75,6 +77,7 @@ class ContextCore {
     if (this.lost) return;
     this.lost = true;
     this.runtime.lostListeners.delete(this.onWorkerLost);
+    releaseWorker(this.runtime, this.worker);
     droppedContexts.unregister(this);
     this.resolveLost({message});
     for (const g of [...this.graphs]) destroyGraphState(g);

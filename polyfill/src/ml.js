@@ -1,6 +1,7 @@
 // ML: navigator.ml.createContext().  https://www.w3.org/TR/webnn/#api-ml
 
 import {makeContext} from './context.js';
+import {acquireWorker} from './pool.js';
 import {toDictionary, toEnum} from './idl.js';
 import {isStrict} from './compat.js';
 import {INTERNAL, defineInterface, illegal, stateOf} from './internal.js';
@@ -39,7 +40,8 @@ export class ML {
     if (o.deviceType !== undefined && !isStrict()) {
       opts.deviceType = toEnum(o.deviceType, `${where}: options.deviceType`, DEVICE_TYPES, 'MLDeviceType');
     }
-    const worker = await runtime.boot();
+    // a worker of its own where one is free or may be started, so contexts run concurrently (pool.js)
+    const worker = await acquireWorker(runtime, opts);
     return makeContext(runtime, worker, opts);
   }
 }
