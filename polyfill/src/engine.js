@@ -109,6 +109,12 @@ export function createEngine({post, close, switches}) {
     }
   }
 
+  // The hot path's glue calls (write, dispatch, read) return their value, or their error as a JSON string.
+  function valueOrThrow(reply) {
+    if (typeof reply === 'string') throw JSON.parse(reply);
+    return reply;
+  }
+
   // Unpack [error-json, result] from a glue call; throws a plain {name, message} object on error.
   function unwrap(reply) {
     try {
@@ -158,10 +164,10 @@ export function createEngine({post, close, switches}) {
     },
     createTensor: (m) => unwrap(glue.create_tensor(m.ctx, m.tid, m.desc, m.readable, m.writable, m.constant,
       m.data || null)),
-    write: (m) => unwrap(glue.write_tensor(m.ctx, m.tid, m.data)),
-    dispatch: (m) => unwrap(glue.dispatch(m.ctx, m.gid, m.inputs, m.outputs)),
+    write: (m) => valueOrThrow(glue.write_tensor(m.ctx, m.tid, m.data)),
+    dispatch: (m) => valueOrThrow(glue.dispatch(m.ctx, m.gid, m.inputs, m.outputs)),
     read: (m) => {
-      const buffer = takeBytes(unwrap(glue.read_tensor(m.ctx, m.tid)));
+      const buffer = takeBytes(valueOrThrow(glue.read_tensor(m.ctx, m.tid)));
       return {value: buffer, transfer: [buffer]};
     },
     compute,
