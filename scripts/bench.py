@@ -2,7 +2,8 @@
 Firefox page, the gallery's TFLite models against native LiteRT, startup and memory; ratios, JSON and HTML.
 
     python scripts/bench.py [--browsers chromium,firefox] [--cases mobilenetv2,matmul512,...] [--reps N]
-                            [--baseline] [--memory-runs 1000] [--skip-startup] [--skip-transfer] [--out reports]
+                            [--baseline] [--memory-runs 1000] [--skip-startup] [--skip-transfer]
+                            [--skip-small-ops] [--out reports]
 
 Every timing is a median and a minimum over repeated runs measured in the same page, interleaved with the
 peer it is compared to; the ratios are what to read (this is a shared 2-core machine).  Cases come from
@@ -36,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+import bench_dispatch  # noqa: E402
 import bench_transfer  # noqa: E402
 from bench_models import DEFAULT_OUT, generate  # noqa: E402
 
@@ -214,6 +216,8 @@ def run_browser(pw: Any, name: str, base: str, counter: ByteCounter, args: argpa
                     res = {"error": f"{type(e).__name__}: {e}"[:2000]}
                 result["baseline"][case] = res
             context.close()
+        if not args.skip_small_ops:  # #16 lines 2 and 4: scripts/bench_dispatch.py
+            result["smallOps"] = bench_dispatch.run_small_ops(browser, base, lambda m: log(f"{name}: {m}"))
         if not args.skip_startup:
             for case in ("chain1", "selfie_segmentation"):
                 if case in index:
@@ -313,6 +317,7 @@ def summarize(report: dict[str, Any]) -> list[str]:
                     cols.append(f"{base:9.2f}" if base else f"{'':9}")
                     cols.append(f"  {agree_s}")
                 lines.append(" ".join(cols))
+        lines += bench_dispatch.summary(r.get("smallOps") or {})
         for case, s in (r.get("startup") or {}).items():
             for label in ("cold", "warm"):
                 x = s.get(label, {})
@@ -364,6 +369,7 @@ def main() -> int:
     ap.add_argument("--baseline", action="store_true", help="also time the polyfill with compiler and BLAS off")
     ap.add_argument("--memory-runs", type=int, default=1000)
     ap.add_argument("--skip-startup", action="store_true")
+    ap.add_argument("--skip-small-ops", action="store_true", help="skip the encoder, dispatch and two-context cases")
     ap.add_argument("--skip-node", action="store_true")
     ap.add_argument("--skip-transfer", action="store_true", help="skip the first visit's transfer from dist/")
     ap.add_argument("--regen", action="store_true", help="regenerate the benchmark graphs")
