@@ -4,8 +4,9 @@ server's web/pages/clients (onnxruntime-web loaded, the polyfill beside it):
     python scripts/bench_dispatch.py [--browser chromium] [--reps 30] [--cases encoder_bert,dispatch,two_contexts]
                                      [--switches native=0] [--capture DIR]
 
-Each case is one function of a Playwright page that returns a JSON-able dict, so `make bench` can call it on its
-own page: `ort_encoder` (onnxruntime-web's WebNN EP on the polyfill against its WASM EP, interleaved),
+Each case is one function of a Playwright page that returns a JSON-able dict; `python -m web.bench perf` (make
+bench) runs them all on its own page (run_small_ops; --skip-small-ops leaves them out):
+`ort_encoder` (onnxruntime-web's WebNN EP on the polyfill against its WASM EP, interleaved),
 `dispatch_overhead` (writeTensor, dispatch, readTensor of a 1-operator graph) and `two_contexts` (the same
 graph dispatched on one context, then on two contexts at once: concurrent if the contexts run on two workers).
 --capture writes the graphs ORT builds (the build messages to the worker) for scripts/profile_pyodide.mjs.
@@ -256,36 +257,30 @@ def main() -> int:
     ap.add_argument("--switches", default="", help="worker URL switches, e.g. native=0&compiler=0")
     ap.add_argument("--capture", type=Path, default=None)
     args = ap.parse_args()
-    from bench import start_server
     from playwright.sync_api import sync_playwright
 
+    from web.bench.session import dev_server
     from web.browsers import launch_args
 
-    base, _, server = start_server()
-    try:
-        with sync_playwright() as pw:
-            browser = getattr(pw, args.browser).launch(**launch_args(args.browser))
-            page = browser.new_page()
-            page.set_default_timeout(600_000)
-            if args.capture:
-                page.add_init_script(CAPTURE_INIT)
-            if args.switches:
-                url = f"{base}/polyfill/webnn-worker.js?{args.switches}"
-                page.add_init_script(f"window.WEBNN_POLYFILL_CONFIG = {{workerURL: {json.dumps(url)}}};")
-            page.goto(f"{base}/clients/")
-            page.wait_for_function("window.clientsReady === true")
-            page.evaluate("async () => { (await webnnPolyfill.ml.createContext()).destroy(); }")
-            results = {}
-            for name in args.cases.split(","):
-                kw = {"reps": args.reps} if args.reps else {}
-                results[name] = CASES[name](page, **kw)
-                print(f"{name}: {json.dumps(results[name])}", flush=True)
-            if args.capture:
-                for p in save_captured(page, args.capture):
-                    print(f"captured {p}")
-            browser.close()
-    finally:
-        server.should_exit = True
+    with dev_server() as base, sync_playwright() as pw:
+        browser = getattr(pw, args.browser).launch(**launch_args(args.browser))
+        page = browser.new_page()
+        page.set_default_timeout(600_000)
+        if args.capture:
+            page.add_init_script(CAPTURE_INIT)
+        if args.switches:
+            url = f"{base}/polyfill/webnn-worker.js?{args.switches}"
+            page.add_init_script(f"window.WEBNN_POLYFILL_CONFIG = {{workerURL: {json.dumps(url)}}};")
+        page.goto(f"{base}/clients/")
+        page.wait_for_function("window.clientsReady === true")
+        page.evaluate("async () => { (await webnnPolyfill.ml.createContext()).destroy(); }")
+        for name in args.cases.split(","):
+            kw = {"reps": args.reps} if args.reps else {}
+            print(f"{name}: {json.dumps(CASES[name](page, **kw))}", flush=True)
+        if args.capture:
+            for p in save_captured(page, args.capture):
+                print(f"captured {p}")
+        browser.close()
     return 0
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from py_core.kernels import native
 from py_core.kernels.common import wide_type
+from py_core.kernels.traits import KernelTraits
 
 F32 = np.dtype(np.float32)
 
@@ -86,4 +87,9 @@ KERNELS: dict[str, Callable[..., object]] = {
     "batchNormalization": batch_normalization,
     "instanceNormalization": instance_normalization,
     "layerNormalization": layer_normalization,
+}
+
+
+TRAITS: dict[str, KernelTraits] = {
+    op: KernelTraits(fresh=True) for op in ("batchNormalization", "layerNormalization", "instanceNormalization")
 }

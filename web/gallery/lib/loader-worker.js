@@ -1,6 +1,6 @@
 // The gallery's model loader: a module Web Worker running Pyodide with NumPy, py_core and the pure-Python
-// `tflite` + `flatbuffers` wheels.  It turns a .tflite file into a recorded WebNN program
-// (py_core.loaders.recording) that the page replays against any MLContext (lib/replay.js).
+// `tflite` + `flatbuffers` wheels.  It turns a .tflite file into a graph file (py_core.loaders.recording,
+// docs/graph-file.md) that the page replays against any MLContext (/lib/graphfile.js).
 //
 // Messages in:  {id, type: 'init', pyodideURL, coreManifestURL}
 //               {id, type: 'record', name, bytes: ArrayBuffer (transferred)}
