@@ -5,7 +5,7 @@ server's web/pages/clients (onnxruntime-web loaded, the polyfill beside it):
                                      [--switches native=0] [--capture DIR]
 
 Each case is one function of a Playwright page that returns a JSON-able dict; `python -m web.bench perf` (make
-bench) runs them all on its own page (run_small_ops; --skip-small-ops leaves them out):
+bench) runs them all on its own page (run_small_ops; the case name small_ops):
 `ort_encoder` (onnxruntime-web's WebNN EP on the polyfill against its WASM EP, interleaved),
 `dispatch_overhead` (writeTensor, dispatch, readTensor of a 1-operator graph) and `two_contexts` (the same
 graph dispatched on one context, then on two contexts at once: concurrent if the contexts run on two workers).

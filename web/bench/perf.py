@@ -99,7 +99,9 @@ CASES: dict[str, PerfCase] = _cases(
     PerfCase("chain500", "chain", 2.0),
     *(PerfCase(t, "tflite", baseline=False, startup=t == "selfie_segmentation") for t in TFLITE),
 )
-DEFAULT_CASES = list(CASES)
+# not a graph: the small-op cases of scripts/bench_dispatch.py on their own page (#16 lines 2 and 4)
+SMALL_OPS = "small_ops"
+DEFAULT_CASES = [*CASES, SMALL_OPS]
 GROUPS = ("model", "kernel", "chain", "tflite")
 
 
@@ -183,7 +185,6 @@ class PerfOptions:
     skip_node: bool = False
     skip_transfer: bool = False
     skip_litert: bool = False
-    skip_small_ops: bool = False
     regen: bool = False
     headed: bool = False
 
@@ -393,6 +394,8 @@ def run(opts: PerfOptions, out: Path, command: str) -> Path:
     model_dir, index = models(opts.regen)
     chosen = []
     for name in opts.cases:
+        if name == SMALL_OPS:
+            continue
         if name in index:
             chosen.append(case_of(name, index[name]))
         else:
@@ -430,7 +433,7 @@ def run(opts: PerfOptions, out: Path, command: str) -> Path:
                 page_runs[target.id] = run_cases(session, chosen, opts, writer)
                 writer.measure("worker", target.id, {"stats": session.perf("webnnPolyfill.workerStats()"),
                                                      "pageErrors": session.page_errors})
-                if not opts.skip_small_ops:
+                if SMALL_OPS in opts.cases:
                     writer.measure("smallOps", target.id, small_ops(session.browser, base, repo_root, target.id))
                 if opts.baseline:
                     session.page_path = PAGE + BASELINE_QUERY
@@ -479,7 +482,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--browsers", default="chromium,firefox",
                    help="comma-separated: chromium, firefox, webkit, chromium-npm (default chromium,firefox)")
     p.add_argument("--cases", default=",".join(DEFAULT_CASES),
-                   help=f"comma-separated graphs of scripts/bench_models.py (default: {','.join(DEFAULT_CASES)})")
+                   help=f"comma-separated graphs of scripts/bench_models.py, and {SMALL_OPS} (the encoder via ORT, "
+                        "the 1-op round trip, two contexts: scripts/bench_dispatch.py); "
+                        f"default: {','.join(DEFAULT_CASES)}")
     p.add_argument("--reps", type=int, default=10, help="timed runs per implementation (kernels: twice this)")
     p.add_argument("--seconds", type=float, default=90, help="time limit per case and implementation set")
     p.add_argument("--baseline", action="store_true",
@@ -489,8 +494,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--skip-node", action="store_true")
     p.add_argument("--skip-transfer", action="store_true", help="skip the first visit's transfer from dist/")
     p.add_argument("--skip-litert", action="store_true", help="skip native LiteRT on the TFLite models")
-    p.add_argument("--skip-small-ops", action="store_true",
-                   help="skip the encoder via ORT, the 1-op round trip and the two-context cases")
     p.add_argument("--regen", action="store_true", help="regenerate the benchmark graphs")
     p.add_argument("--headed", action="store_true", help="show the browsers")
     p.add_argument("--out", help="directory of run directories (default $PYODIDE_WEBNN_REPORTS or ./reports)")
@@ -505,7 +508,7 @@ def cmd_perf(args: argparse.Namespace) -> int:
         browsers=[b for b in args.browsers.split(",") if b], cases=[c for c in args.cases.split(",") if c],
         reps=args.reps, seconds=args.seconds, baseline=args.baseline, memory_runs=args.memory_runs,
         skip_startup=args.skip_startup, skip_node=args.skip_node, skip_transfer=args.skip_transfer,
-        skip_litert=args.skip_litert, skip_small_ops=args.skip_small_ops, regen=args.regen, headed=args.headed)
+        skip_litert=args.skip_litert, regen=args.regen, headed=args.headed)
     out = Path(args.out or Settings.from_env().reports_dir)
     command = "python -m web.bench " + shlex.join(getattr(args, "argv", ["perf"]))
     t0 = time.perf_counter()
