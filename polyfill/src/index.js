@@ -10,6 +10,7 @@ import {ML, makeML} from './ml.js';
 import {MLOperand} from './operand.js';
 import {MLTensor} from './tensor.js';
 import {Runtime} from './runtime.js';
+import {poolStats} from './pool.js';
 import {engineThread} from './spawn.js';
 import {preloadPyodideScripts} from './load-pyodide.js';
 import {applyMode} from './compat.js';
@@ -70,8 +71,9 @@ function install() {
     /** WebGPU interop counters: exports, returns (GPUBuffer.destroy()), their bytes, the copies they made. */
     webgpuStats,
     get bootTimings() { return {...runtime.timings}; },
-    /** The worker's counters: live graphs and tensors, tensor bytes, native (C kernels loaded: 1/0), blas. */
-    workerStats: async () => (await runtime.boot()).request('stats', {}),
+    /** The workers' counters: live graphs and tensors, tensor bytes, memory (summed over the workers running),
+     *  native (C kernels loaded: 1/0), blas, and `workers` (how many run: pool.js). */
+    workerStats: () => poolStats(runtime),
     addEventListener: events.addEventListener.bind(events),
     removeEventListener: events.removeEventListener.bind(events),
   };
