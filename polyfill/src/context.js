@@ -1,7 +1,7 @@
 // MLContext: owns graphs and tensors in the execution worker and orders work on its timeline.
 // https://www.w3.org/TR/webnn/#api-mlcontext
 
-import {BYTES_PER_ELEMENT, bytesFor, checkBufferSource, copyFor} from './buffers.js';
+import {BYTES_PER_ELEMENT, byteLengthOf, bytesFor, checkBufferSource, copyFor} from './buffers.js';
 import {checkDimensions, toOperandDescriptor, toRecord, toTensorDescriptor} from './idl.js';
 import {
   INTERNAL, contextState, defineInterface, foreignHint, graphState, illegal, stateOf, tensorState,
@@ -314,7 +314,12 @@ export class MLContext {
     let settle;
     const result = new Promise((resolve, reject) => { settle = {resolve, reject}; });
     t.pending.add(settle.reject);
-    c.worker.request('read', {ctx: c.id, tid: t.id}).then((buffer) => {
+    // the worker copies out of its heap once: into a new buffer script gets, or for outputData into a staging
+    // buffer lent with the request (rpc.js), copied into outputData here and kept for the next read or write
+    const n = byteLengthOf(t);
+    const lent = byob ? c.worker.staging(n) : null;
+    const into = lent && lent.staged ? lent.bytes : null;
+    c.worker.request('read', {ctx: c.id, tid: t.id, n, ...(into ? {into} : {})}, into ? [into.buffer] : []).then((buffer) => {
       if (!t.pending.delete(settle.reject)) return;  // already rejected by destroy()
       if (!byob) { settle.resolve(buffer); return; }
       try {
@@ -323,6 +328,8 @@ export class MLContext {
         settle.resolve(undefined);
       } catch (e) {
         settle.reject(e);
+      } finally {
+        if (into) c.worker.restage(buffer);
       }
     }, (e) => {
       if (t.pending.delete(settle.reject)) settle.reject(e);
@@ -342,8 +349,11 @@ export class MLContext {
     if (t.destroyed) throw new DOMException(`${where}: the tensor has been destroyed`, 'InvalidStateError');
     if (!t.writable) throw new TypeError(`${where}: the tensor was not created with writable: true`);
     if (t.rental) throw new TypeError(`${where}: the tensor has been exported to WebGPU (destroy() its GPUBuffer first)`);
-    const bytes = copyFor(inputData, t, `${where}: inputData`, {anyView: !isStrict()});
-    c.worker.post('write', {ctx: c.id, tid: t.id, data: bytes}, [bytes.buffer]);
+    // the spec's copy at call time, into a staging buffer the worker gives back (rpc.js); transferred, not cloned
+    const source = bytesFor(inputData, t, `${where}: inputData`, {anyView: !isStrict()});
+    const {bytes, staged} = c.worker.staging(source.byteLength);
+    bytes.set(source);
+    c.worker.post('write', {ctx: c.id, tid: t.id, data: bytes, ...(staged ? {recycle: true} : {})}, [bytes.buffer]);
   }
 
   /** opSupportLimits(): a fresh MLOpSupportLimits dictionary.  https://www.w3.org/TR/webnn/#api-mlcontext-opsupportlimits */

@@ -98,16 +98,17 @@ export function createEngine({post, close, switches}) {
     return out;
   }
 
-  // Copy the bytes of a Python memoryview out of the WebAssembly heap, once, into a new ArrayBuffer.
-  function takeBytes(proxy) {
-    const buf = proxy.getBuffer('u8');
-    try {
-      return buf.data.slice().buffer;
-    } finally {
-      buf.release();
-      proxy.destroy();
-    }
+  // The bytes at `address` in the WebAssembly heap: copied into `into` (a staging buffer the page lent) or into a
+  // new ArrayBuffer, once.  The heap's view is looked up each time: it changes when the memory grows.
+  function heapBytes(address, n, into) {
+    const heap = pyodide._module.HEAPU8;
+    if (!into) return heap.slice(address, address + n).buffer;
+    into.set(heap.subarray(address, address + n));
+    return into.buffer;
   }
+
+  // Staging buffers of writes (rpc.js), handed back with the next replies
+  let recycled = [];
 
   // The hot path's glue calls (write, dispatch, read) return their value, or their error as a JSON string.
   function valueOrThrow(reply) {
@@ -164,10 +165,18 @@ export function createEngine({post, close, switches}) {
     },
     createTensor: (m) => unwrap(glue.create_tensor(m.ctx, m.tid, m.desc, m.readable, m.writable, m.constant,
       m.data || null)),
-    write: (m) => valueOrThrow(glue.write_tensor(m.ctx, m.tid, m.data)),
+    write: (m) => {
+      try {
+        const address = valueOrThrow(glue.write_tensor(m.ctx, m.tid, m.data.byteLength));
+        pyodide._module.HEAPU8.set(m.data, address);
+        return undefined;
+      } finally {
+        if (m.recycle) recycled.push(m.data.buffer);
+      }
+    },
     dispatch: (m) => valueOrThrow(glue.dispatch(m.ctx, m.gid, m.inputs, m.outputs)),
     read: (m) => {
-      const buffer = takeBytes(valueOrThrow(glue.read_tensor(m.ctx, m.tid)));
+      const buffer = heapBytes(valueOrThrow(glue.read_tensor(m.ctx, m.tid, m.n)), m.n, m.into);
       return {value: buffer, transfer: [buffer]};
     },
     compute,
@@ -227,6 +236,11 @@ export function createEngine({post, close, switches}) {
     if (transfer.length) outTransfer.push(...transfer);
   }
   function flush() {
+    if (recycled.length) {
+      outbox.push({type: 'recycle', buffers: recycled});
+      outTransfer.push(...recycled);
+      recycled = [];
+    }
     if (!outbox.length) return;
     const batch = outbox.length === 1 ? outbox[0] : outbox;
     const transfer = outTransfer;

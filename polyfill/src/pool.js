@@ -111,8 +111,10 @@ const SUMMED = ['graphs', 'tensors', 'tensorBytes', 'wasmBytes', 'pyObjects', 'm
 /** webnnPolyfill.workerStats(): the first worker's stats, counters summed over every worker, `workers` running. */
 export async function poolStats(runtime) {
   await runtime.boot();
-  const all = await Promise.all(poolOf(runtime).workers().map((w) => w.request('stats', {})));
-  const out = {...all[0], workers: all.length};
+  const clients = poolOf(runtime).workers();
+  const all = await Promise.all(clients.map((w) => w.request('stats', {})));
+  // page-side: staging buffers reused (rpc.js)
+  const out = {...all[0], workers: all.length, stagingReused: clients.reduce((sum, w) => sum + w.stagingReused, 0)};
   for (const key of SUMMED) {
     if (all.every((s) => typeof s[key] === 'number')) out[key] = all.reduce((sum, s) => sum + s[key], 0);
   }

@@ -7,6 +7,14 @@
 // succeeded.  Anything else (init, build, compute: large payloads, or buffers the caller handed over) is sent at
 // once, after what is already queued, so the order never changes.  The worker URL switch ?batch=0 (or
 // WEBNN_POLYFILL_CONFIG.batch = false) sends every message alone, for comparisons.
+//
+// Staging buffers (#16): a fresh ArrayBuffer of a megabyte costs 0.5-0.7 ms before a byte is copied (the
+// browser maps new pages for it; measured in Chromium and Firefox), several times the copy itself.  So the
+// copy writeTensor must make goes into a staging buffer this client keeps: the worker copies it into its heap
+// and hands it back with its next replies (a 'recycle' message), and the next write of that size reuses it.
+// readTensor(tensor, outputData) lends one the same way for the worker to copy into.  Small buffers are
+// not staged (a fresh one costs less than the bookkeeping); ?staging=0 (or config staging: false) stages
+// nothing, for comparisons.
 
 import {errorFromJson} from './errors.js';
 import {spawnEngine} from './spawn.js';
@@ -15,11 +23,17 @@ import {spawnEngine} from './spawn.js';
 const BATCHED = new Set(['write', 'dispatch', 'read', 'createTensor', 'destroyTensor', 'destroyGraph',
   'destroyContext', 'stats']);
 
-/** Whether messages to the worker at `url` are batched: not with ?batch=0 or config batch: false. */
-function batching(url, config) {
-  if (config && config.batch === false) return false;
+// buffers of at least this many bytes are staged; the pool keeps at most STAGED_PER_SIZE buffers of each size
+// and STAGED_BYTES in all (what it would hold beyond that is left to the collector)
+const STAGED_MIN = 64 << 10;
+const STAGED_PER_SIZE = 4;
+const STAGED_BYTES = 64 << 20;
+
+/** Whether the switch `name` is on for the worker at `url`: not with ?name=0 or config name: false. */
+function switchOn(name, url, config) {
+  if (config && config[name] === false) return false;
   try {
-    return new URL(url).searchParams.get('batch') !== '0';
+    return new URL(url).searchParams.get(name) !== '0';
   } catch (e) {
     return true;
   }
@@ -28,7 +42,11 @@ function batching(url, config) {
 export class WorkerClient {
   constructor(url, onProgress, onLost, config = null) {
     this.worker = spawnEngine(url);
-    this.batching = batching(url, config);
+    this.batching = switchOn('batch', url, config);
+    this.stagingOn = switchOn('staging', url, config);
+    this.staged = new Map();  // byteLength -> ArrayBuffers the worker gave back
+    this.stagedBytes = 0;
+    this.stagingReused = 0;  // copies that went into a buffer the worker gave back (workerStats)
     this.outbox = [];  // messages waiting for the flush, and what they transfer
     this.transfers = [];
     this.pending = new Map();
@@ -50,6 +68,7 @@ export class WorkerClient {
       return;
     }
     if (msg.type === 'progress') { this.onProgress && this.onProgress(msg); return; }
+    if (msg.type === 'recycle') { msg.buffers.forEach((b) => this.restage(b)); return; }
     if (msg.type === 'fatal') { this.#die(msg.message); return; }
     if (msg.quiet) {  // a post() failed: the worker recorded the failure on the objects; say so in the console
       if (typeof console !== 'undefined') console.warn(`[webnn-polyfill] ${msg.quiet} failed:`, msg.error.message);
@@ -62,9 +81,37 @@ export class WorkerClient {
     else entry.resolve(msg.result);
   }
 
+  /**
+   * A Uint8Array of `n` bytes to copy into and transfer to the worker: over a staging buffer the worker gave
+   * back when there is one (then `staged` is true and the message must say so: `recycle: true`), else new.
+   */
+  staging(n) {
+    if (!this.stagingOn || n < STAGED_MIN) return {bytes: new Uint8Array(n), staged: false};
+    const free = this.staged.get(n);
+    const buffer = free && free.pop();
+    if (buffer) {
+      this.stagedBytes -= n;
+      this.stagingReused++;
+    }
+    return {bytes: new Uint8Array(buffer || new ArrayBuffer(n)), staged: true};
+  }
+
+  /** A staging buffer back from the worker, or lent to a read and copied out: keep it for the next copy of its size. */
+  restage(buffer) {
+    const n = buffer.byteLength;
+    if (n < STAGED_MIN || this.stagedBytes + n > STAGED_BYTES) return;
+    const free = this.staged.get(n) || [];
+    if (free.length >= STAGED_PER_SIZE) return;
+    free.push(buffer);
+    this.staged.set(n, free);
+    this.stagedBytes += n;
+  }
+
   #die(reason) {
     if (this.dead) return;
     this.dead = reason;
+    this.staged.clear();
+    this.stagedBytes = 0;
     this.outbox = [];
     this.transfers = [];
     try { this.worker.terminate(); } catch (_) { /* already gone */ }

@@ -136,7 +136,7 @@ export async function exportTensor(c, t, where) {
   const device = t.gpuDevice;
   let bytes;
   try {
-    bytes = await c.untilLost(c.worker.request('read', {ctx: c.id, tid: t.id}), where);
+    bytes = await c.untilLost(c.worker.request('read', {ctx: c.id, tid: t.id, n: byteLengthOf(t)}), where);
     if (t.destroyed) throw new DOMException(`${where}: the tensor has been destroyed`, 'InvalidStateError');
     if (deviceLost(device)) {
       throw new DOMException(`${where}: the GPUDevice was lost or destroyed`, 'InvalidStateError');

@@ -3,8 +3,9 @@ https://www.w3.org/TR/webnn/#api-mlcontext-dispatch
 
 Messages are handled strictly in arrival order, which gives the MLTensor timeline: writes, dispatches and
 reads on a tensor happen in the order the page issued them, with no awaiting in between.  Buffers enter
-through `fill(array)` callbacks (one copy into the WebAssembly heap) and leave as memoryviews the JS side
-copies once; no Pyodide import here, so the module runs and is tested under plain CPython.
+through `fill(array)` callbacks or at `write_address` (one copy into the WebAssembly heap) and leave from
+`read_address` (the JS side copies the bytes at that address once); no Pyodide import here, so the module runs
+and is tested under plain CPython.
 """
 
 from __future__ import annotations
@@ -40,6 +41,11 @@ class TensorSlot:
     constant: bool = False
     # set when the last dispatch writing this tensor failed; reads reject with it until the next write
     error: WebNNError | None = None
+
+
+def _address(array: np.ndarray) -> int:
+    """Where an array's bytes start (in Pyodide: an offset into the WebAssembly heap)."""
+    return int(array.__array_interface__["data"][0])
 
 
 def _empty(desc: OperandDescriptor) -> np.ndarray:
@@ -105,12 +111,27 @@ class WorkerHost:
         fill(target)
         self.commit_write(context, tensor_id, target)
 
-    def read_tensor(self, context: int, tensor_id: int) -> memoryview:
-        """readTensor: a byte view of the tensor's contents; the JS side copies it out once."""
+    def write_address(self, context: int, tensor_id: int, nbytes: int) -> int:
+        """writeTensor: where to copy the page's `nbytes` bytes, in a new array already committed (the JS side
+        copies into it before any other Python code runs)."""
+        target = self.tensor_target(context, tensor_id)
+        if target.nbytes != nbytes:
+            raise OperationError(f"writeTensor: the tensor holds {target.nbytes} bytes, not {nbytes}")
+        self.commit_write(context, tensor_id, target)
+        return _address(target)
+
+    def read_address(self, context: int, tensor_id: int, nbytes: int) -> int:
+        """readTensor: where the tensor's `nbytes` bytes are, for the JS side to copy them out of the heap at once
+        (no Python code may run in between: the slot keeps the array alive until the next write or dispatch)."""
         slot = self._tensor(tensor_id, context)
         if slot.error is not None:
             raise slot.error
-        return memoryview(np.ascontiguousarray(slot.array)).cast("B")
+        array = slot.array
+        if not array.flags.c_contiguous:  # a view the executor returned: the slot keeps the contiguous copy
+            array = slot.array = np.ascontiguousarray(array).reshape(array.shape)
+        if array.nbytes != nbytes:
+            raise OperationError(f"readTensor: the tensor holds {array.nbytes} bytes, not {nbytes}")
+        return _address(array)
 
     def destroy_tensor(self, tensor_id: int) -> None:
         self.tensors.pop(tensor_id, None)

@@ -1,6 +1,8 @@
-"""The dispatch path of #16 lines 2 and 4: timeline calls batched into one message each way (rpc.js, engine.js) and
-contexts spread over a pool of workers (pool.js), against the same path with both switched off
-(WEBNN_POLYFILL_CONFIG = {workers: 1, batch: false}): the same values, in the same timeline order, either way."""
+"""The dispatch path of #16 lines 2 and 4: timeline calls batched into one message each way (rpc.js, engine.js),
+contexts spread over a pool of workers (pool.js) and large writes and reads copied through staging buffers the
+worker hands back (rpc.js), against the same path with all three switched off
+(WEBNN_POLYFILL_CONFIG = {workers: 1, batch: false, staging: false}): the same values, in the same timeline order,
+either way."""
 
 from __future__ import annotations
 
@@ -63,11 +65,51 @@ async () => {
 """
 
 
-@pytest.fixture(scope="module", params=["pooled-batched", "one-worker-unbatched"])
+# Tensors above the staging threshold (64 KiB): writes of different data back to back, each read right after its
+# write, with and without outputData, a view into a larger outputData, and the caller's data changed after
+# writeTensor returned (the copy is made at call time).
+STAGED_JS = r"""
+async () => {
+  const P = webnnPolyfill;
+  const ctx = await P.ml.createContext();
+  const n = 1 << 16;  // 256 KiB of float32
+  const desc = {dataType: 'float32', shape: [n]};
+  const b = new P.MLGraphBuilder(ctx);
+  const graph = await b.build({y: b.neg(b.input('x', desc))});
+  const x = await ctx.createTensor({...desc, writable: true, readable: true});
+  const y = await ctx.createTensor({...desc, readable: true});
+  const before = (await P.workerStats()).stagingReused;
+  const bad = [];
+  const check = (what, arr, v) => {
+    const k = arr.findIndex((e, i) => e !== v + (i % 7));
+    if (k >= 0) bad.push(`${what}: [${k}] = ${arr[k]}, expected ${v + (k % 7)}`);
+  };
+  const pattern = (v) => Float32Array.from({length: n}, (_, i) => v + (i % 7));
+  const out = new Float32Array(n + 5);
+  for (let i = 0; i < 12; i++) {
+    const data = pattern(i);
+    ctx.writeTensor(x, data);
+    data.fill(-1);  // after the call: must not reach the tensor
+    ctx.dispatch(graph, {x}, {y});
+    const reads = [ctx.readTensor(x), ctx.readTensor(y, out.subarray(0, n + 3))];
+    ctx.writeTensor(x, pattern(1000 + i));  // queued after the reads: must not show in them
+    const [xs] = await Promise.all(reads);
+    check(`x ${i}`, new Float32Array(xs), i);
+    check(`-y ${i}`, out.subarray(0, n).map((e) => -e), i);
+    if (out[n + 3] !== 0 || out[n + 4] !== 0) bad.push(`outputData written past the view at ${i}`);
+  }
+  const reused = (await P.workerStats()).stagingReused - before;
+  ctx.destroy();
+  return {bad, reused};
+}
+"""
+
+
+@pytest.fixture(scope="module", params=["pooled-batched-staged", "one-worker-unbatched-unstaged"])
 def dispatch_page(request: pytest.FixtureRequest, browser: Any, dev_server: str) -> Iterator[Any]:
     context = browser.new_context()
-    if request.param == "one-worker-unbatched":
-        context.add_init_script("window.WEBNN_POLYFILL_CONFIG = {workers: 1, batch: false};")
+    if request.param == "one-worker-unbatched-unstaged":
+        context.add_init_script("window.WEBNN_POLYFILL_CONFIG = {workers: 1, batch: false, staging: false};")
     page, errors = open_page(context, f"{dev_server}/test/smoke.html", BOOT_TIMEOUT_MS)
     page.evaluate(POLYFILL_BOOT)
     page.evaluate("() => window.__ctx.destroy()")
@@ -79,7 +121,7 @@ def dispatch_page(request: pytest.FixtureRequest, browser: Any, dev_server: str)
 
 def test_two_contexts_keep_their_timelines(dispatch_page: Any) -> None:
     r = dispatch_page.evaluate(TWO_CONTEXTS_JS)
-    pooled = dispatch_page.mode == "pooled-batched"
+    pooled = dispatch_page.mode == "pooled-batched-staged"
     cores = dispatch_page.evaluate("navigator.hardwareConcurrency")
     expected_workers = 2 if pooled and cores >= 2 else 1
     assert r["workers"] == expected_workers and r["after"] == expected_workers, r
@@ -90,6 +132,17 @@ def test_two_contexts_keep_their_timelines(dispatch_page: Any) -> None:
     assert r["error"] == "TypeError"
     assert r["last"] == 7
     assert r["stats"]["graphs"] == 0 and r["stats"]["tensors"] == 0, r["stats"]
+    assert not dispatch_page.webnn_errors
+
+
+def test_large_tensors_keep_their_values_through_staging_buffers(dispatch_page: Any) -> None:
+    r = dispatch_page.evaluate(STAGED_JS)
+    assert r["bad"] == []
+    if dispatch_page.mode == "pooled-batched-staged":
+        # 12 rounds of 2 writes and a read into outputData: after the first round, every copy reuses a buffer
+        assert r["reused"] >= 30, r
+    else:
+        assert r["reused"] == 0, r
     assert not dispatch_page.webnn_errors
 
 

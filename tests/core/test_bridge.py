@@ -9,6 +9,7 @@ tests/pyodide and tests/browser.  Numbers are checked against NumPy computed dir
 
 from __future__ import annotations
 
+import ctypes
 import json
 import math
 from typing import Any
@@ -64,8 +65,9 @@ def from_bytes(data: bytes) -> Any:
 
 
 def read(host: WorkerHost, ctx: int, tid: int, dtype: str, shape: list[int]) -> np.ndarray:
-    """readTensor: the byte view the JS side copies out, reinterpreted as the tensor's type."""
-    return np.frombuffer(bytes(host.read_tensor(ctx, tid)), dtype).reshape(shape)
+    """readTensor: the bytes at the address the JS side copies from, reinterpreted as the tensor's type."""
+    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    return np.frombuffer(ctypes.string_at(host.read_address(ctx, tid, nbytes), nbytes), dtype).reshape(shape)
 
 
 # ---------------------------------------------------------------------------------------------- jsonnum
@@ -245,6 +247,33 @@ def test_worker_dispatch_runs_the_page_graph() -> None:
     assert host.stats()["graphs"] == 1 and host.stats()["tensors"] == 2 and host.stats()["tensorBytes"] == 48
 
 
+def test_worker_read_address_is_contiguous_and_sized() -> None:
+    """read_address: a view the executor left in a slot is made contiguous first; a size mismatch is an error."""
+    host = WorkerHost()
+    host.create_tensor(1, 10, {"dataType": "float32", "shape": [3, 2]}, readable=True, writable=True)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    host.tensors[10].array = x.T  # a transposed view, as an executor output may be
+    np.testing.assert_array_equal(read(host, 1, 10, "float32", [3, 2]), x.T)
+    assert host.tensors[10].array.flags.c_contiguous
+    with pytest.raises(OperationError, match=r"^readTensor: the tensor holds 24 bytes, not 20$"):
+        host.read_address(1, 10, 20)
+
+
+def test_worker_write_address_takes_the_bytes_in_a_new_array() -> None:
+    """write_address: the JS side copies the page's bytes to that address; the old array (which a dispatch's
+    output may share) is left as it was; a size mismatch is an error and changes nothing."""
+    host = WorkerHost()
+    host.create_tensor(1, 10, {"dataType": "float32", "shape": [2, 3]}, readable=True, writable=True)
+    old = host.tensors[10].array
+    x = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5
+    ctypes.memmove(host.write_address(1, 10, 24), x.tobytes(), 24)
+    np.testing.assert_array_equal(read(host, 1, 10, "float32", [2, 3]), x)
+    np.testing.assert_array_equal(old, np.zeros((2, 3), np.float32))
+    with pytest.raises(OperationError, match=r"^writeTensor: the tensor holds 24 bytes, not 20$"):
+        host.write_address(1, 10, 20)
+    np.testing.assert_array_equal(read(host, 1, 10, "float32", [2, 3]), x)
+
+
 def test_worker_compute_fills_named_inputs() -> None:
     host, w = _worker_with_graph()
     target = host.input_target(1, 7, "x")
@@ -265,7 +294,7 @@ def test_worker_failed_dispatch_poisons_its_outputs_until_the_next_write() -> No
     with pytest.raises(WebNNTypeError, match=r"^input 'x' is int32\[2, 3\], the graph expects float32\[2, 3\]$"):
         host.dispatch(1, 7, {"x": 10}, {"y": 11})
     with pytest.raises(OperationError, match=r"^dispatch failed: input 'x' is int32\[2, 3\]"):
-        host.read_tensor(1, 11)
+        host.read_address(1, 11, 24)
     host.write_tensor(1, 11, from_bytes(np.ones((2, 3), np.float32).tobytes()))
     np.testing.assert_array_equal(read(host, 1, 11, "float32", [2, 3]), np.ones((2, 3), np.float32))
 
@@ -275,7 +304,7 @@ def test_worker_objects_are_scoped_to_their_context() -> None:
     host.create_tensor(1, 10, {"dataType": "float32", "shape": [2, 3]}, readable=True, writable=True)
     host.create_tensor(2, 20, {"dataType": "float32", "shape": [2, 3]}, readable=True, writable=True)
     with pytest.raises(InvalidStateError, match=r"^MLTensor: the tensor has been destroyed$"):
-        host.read_tensor(2, 10)  # another context's tensor id
+        host.read_address(2, 10, 24)  # another context's tensor id
     with pytest.raises(InvalidStateError, match=r"^MLGraph: the graph has been destroyed$"):
         host.dispatch(2, 7, {"x": 20}, {"y": 20})
     host.destroy_context(1)
