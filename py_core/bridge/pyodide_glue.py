@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from py_core.bridge import console
-from py_core.bridge.worker_host import HOST, safe_call
+from py_core.bridge.worker_host import HOST, error_json, safe_call
 
 console.install()
 
@@ -55,8 +55,10 @@ def create_tensor(ctx: int, tid: int, desc_json: str, readable: bool, writable: 
 
 
 def _value_or_error(fn: Any, *args: Any) -> Any:
-    error, value = safe_call(fn, *args)
-    return value if error is None else error
+    try:
+        return fn(*args)
+    except Exception as e:
+        return error_json(fn, e)
 
 
 def write_tensor(ctx: int, tid: int, nbytes: int) -> Any:

@@ -58,6 +58,7 @@ class WorkerHost:
     def __init__(self) -> None:
         self.graphs: dict[int, tuple[int, Executable]] = {}
         self.tensors: dict[int, TensorSlot] = {}
+        self._checked: set[tuple[Any, ...]] = set()  # (graph, bindings) whose descriptors match (dispatch)
 
     # -------------------------------------------------------------- graphs
 
@@ -144,12 +145,31 @@ class WorkerHost:
 
     # -------------------------------------------------------------- execution
 
+    def _check_bindings(self, exe: Executable, key: tuple[Any, ...], inputs: dict[str, int],
+                        outputs: dict[str, int], context: int) -> None:
+        """Each bound tensor's descriptor is the graph's, inputs and outputs alike; checked once per graph and
+        bindings (tensor ids are never reused, a slot's descriptor never changes, and its array always has that
+        descriptor's type and shape: writes allocate it, dispatches store outputs the executor checked)."""
+        if key in self._checked:
+            return
+        check_inputs(exe, {name: self._tensor(tid, context).array for name, tid in inputs.items()})
+        if set(outputs) != set(exe.output_descs):
+            raise WebNNTypeError(f"outputs {sorted(outputs)} do not match the graph's outputs "
+                                 f"{sorted(exe.output_descs)}")
+        for name, tid in outputs.items():
+            desc = self._tensor(tid, context).desc
+            if desc != exe.output_descs[name]:
+                raise WebNNTypeError(f"output '{name}' is {desc}, the graph expects {exe.output_descs[name]}")
+        if len(self._checked) >= 1024:
+            self._checked.clear()
+        self._checked.add(key)
+
     def dispatch(self, context: int, graph_id: int, inputs: dict[str, int], outputs: dict[str, int]) -> None:
         """dispatch(graph, inputs, outputs): run and store results in the output tensors."""
         exe = self._graph(graph_id, context)
         arrays = {name: self._tensor(tid, context).array for name, tid in inputs.items()}
         try:
-            check_inputs(exe, arrays)
+            self._check_bindings(exe, (graph_id, *inputs.items(), None, *outputs.items()), inputs, outputs, context)
             results = exe.run(arrays)
         except WebNNError as e:
             for tid in outputs.values():
@@ -189,14 +209,20 @@ class WorkerHost:
                 "nativeRelaxed": int(native.available() and native.LOADED_FILE == native.RELAXED_FILE)}
 
 
+def error_json(fn: Callable[..., Any], e: Exception) -> str:
+    """The JSON of the WebNN error `fn` raised; any other exception is logged with its traceback and becomes a
+    WebNN error without Python text."""
+    if isinstance(e, WebNNError):
+        return json.dumps(e.to_json())
+    return json.dumps(internal_error(getattr(fn, "__name__", "worker").lstrip("_"), e).to_json())
+
+
 def safe_call(fn: Callable[..., Any], *args: Any) -> list[Any]:
     """Call a host method for JavaScript: [None, result] or [error json, None]; nothing escapes."""
     try:
         return [None, fn(*args)]
-    except WebNNError as e:
-        return [json.dumps(e.to_json()), None]
-    except Exception as e:  # logged with its traceback; the page gets a WebNN error without Python text
-        return [json.dumps(internal_error(getattr(fn, "__name__", "worker").lstrip("_"), e).to_json()), None]
+    except Exception as e:
+        return [error_json(fn, e), None]
 
 
 HOST = WorkerHost()

@@ -299,6 +299,22 @@ def test_worker_failed_dispatch_poisons_its_outputs_until_the_next_write() -> No
     np.testing.assert_array_equal(read(host, 1, 11, "float32", [2, 3]), np.ones((2, 3), np.float32))
 
 
+def test_worker_dispatch_checks_output_descriptors_too() -> None:
+    """The bindings' check (once per graph and bindings) covers outputs: a tensor of another shape is refused."""
+    host, w = _worker_with_graph()
+    host.create_tensor(1, 10, {"dataType": "float32", "shape": [2, 3]}, readable=False, writable=True)
+    host.create_tensor(1, 11, {"dataType": "float32", "shape": [3, 2]}, readable=True, writable=False)
+    host.create_tensor(1, 12, {"dataType": "float32", "shape": [2, 3]}, readable=True, writable=False)
+    for _ in range(2):  # the second time from the check's cache: refused all the same
+        with pytest.raises(WebNNTypeError, match=r"^output 'y' is float32\[3, 2\], the graph expects float32\[2, 3\]$"):
+            host.dispatch(1, 7, {"x": 10}, {"y": 11})
+    for _ in range(2):
+        host.dispatch(1, 7, {"x": 10}, {"y": 12})
+        np.testing.assert_array_equal(read(host, 1, 12, "float32", [2, 3]), np.minimum(w, 6))
+    with pytest.raises(WebNNTypeError, match=r"^outputs \[\] do not match the graph's outputs \['y'\]$"):
+        host.dispatch(1, 7, {"x": 10}, {})
+
+
 def test_worker_objects_are_scoped_to_their_context() -> None:
     host, _ = _worker_with_graph(ctx=1, gid=7)
     host.create_tensor(1, 10, {"dataType": "float32", "shape": [2, 3]}, readable=True, writable=True)
