@@ -4,9 +4,8 @@
 // worker; a shared worker in Chromium), in that scope's own thread behind a MessageChannel (spawn.js): the
 // same messages, transfers and order either way.
 
-import {installNumpy, installWheel} from './wheels.js';
-import {importPyodide} from './load-pyodide.js';
-import {startPyodide} from './snapshot.js';
+import {bootPyodide} from './boot.js';
+import {installWheel} from './wheels.js';
 
 /**
  * An engine answering the rpc.js protocol. `post(message, transfer)` sends to the client, `close()` ends the
@@ -52,30 +51,49 @@ export function createEngine({post, close, switches}) {
     // the worker's own clock, since its first line ran: the page's stage times lag while its thread is busy
     const t0 = performance.now();
     const stages = {};
-    const mark = (stage) => { stages[stage] = Math.round(performance.now() - t0); };
-    const {loadPyodide, version} = await importPyodide(msg.pyodideURL);
-    mark('script');
     const env = {};
     if (switches.get('compiler') === '0') env.PYODIDE_WEBNN_COMPILER = '0';
     if (switches.get('native') === '0') env.PYODIDE_WEBNN_NATIVE = '0';
     // The page stores the snapshot (of a bare interpreter); a snapshot carries its environment, so the
     // switches boot without one.
-    const started = await startPyodide(loadPyodide, version,
-      {indexURL: msg.pyodideURL, ...(msg.lockFileURL ? {lockFileURL: msg.lockFileURL} : {}),
-        stdout: () => {}, stderr: () => {}, env}, {use: !Object.keys(env).length});
-    pyodide = started.py;
-    mark('runtime');
-    progress('worker-runtime', 'Pyodide started in the worker');
-    // NumPy and the core wheel fetched and unpacked concurrently
-    const unpack = {unpack: switches.get('unpack') !== '0'};
-    const [numpy] = await Promise.all([installNumpy(pyodide, msg.pyodideURL, unpack),
-      installWheel(pyodide, msg.coreWheelURL, msg.coreWheelSha256, unpack)]);
-    mark('packages');
-    progress('worker-numpy', `NumPy installed (${numpy})`);
+    const booted = await bootPyodide({indexURL: msg.pyodideURL, lockFileURL: msg.lockFileURL, env,
+      snapshot: {use: !Object.keys(env).length}, numpy: true,
+      wheels: [{url: msg.coreWheelURL, sha256: msg.coreWheelSha256}], unpack: switches.get('unpack') !== '0',
+      mark: (stage) => {
+        stages[stage] = Math.round(performance.now() - t0);
+        if (stage === 'runtime') progress('worker-runtime', 'Pyodide started in the worker');
+      }});
+    pyodide = booted.py;
+    progress('worker-numpy', `NumPy installed (${booted.numpy})`);
     glue = pyodide.pyimport('py_core.bridge.pyodide_glue');
-    mark('core');
+    stages.core = Math.round(performance.now() - t0);
     progress('worker-core', 'core loaded');
-    return {ok: true, snapshot: started.snapshot, numpy, stages};
+    return {ok: true, snapshot: booted.snapshot, numpy: booted.numpy, stages};
+  }
+
+  // Model files (the gallery's .tflite) turned into a recorded WebNN program here, in the engine's Pyodide:
+  // the loader's pure-Python wheels (tflite, flatbuffers: [{url, sha256}], checked) are installed on first use.
+  let modelLoader = null;
+  async function loadModel(msg) {
+    if (msg.format !== 'tflite') throw {name: 'NotSupportedError', message: `no loader for ${msg.format} models`};
+    if (!modelLoader) {
+      const installing = Promise.all((msg.wheels || []).map((w) => installWheel(pyodide, w.url, w.sha256)))
+        .then(() => pyodide.pyimport('py_core.bridge.model_loader'));
+      modelLoader = installing;
+      installing.catch(() => { if (modelLoader === installing) modelLoader = null; });
+    }
+    const loader = await modelLoader;
+    const t0 = performance.now();
+    const reply = unwrap(loader.record_tflite(new Uint8Array(msg.bytes), msg.name));
+    let json;
+    let weights;
+    try {
+      json = reply.get(0);
+      weights = takeBytes(reply.get(1));  // the one copy out of the WebAssembly heap
+    } finally {
+      reply.destroy();
+    }
+    return {value: {json, weights, ms: Math.round(performance.now() - t0)}, transfer: [weights]};
   }
 
   // The worker's memory for stats: the WebAssembly memory's size (it only grows), the bytes malloc has handed out
@@ -165,6 +183,7 @@ export function createEngine({post, close, switches}) {
       return {value: buffer, transfer: [buffer]};
     },
     compute,
+    loadModel,
     destroyTensor: (m) => unwrap(glue.destroy_tensor(m.tid)),
     destroyGraph: (m) => unwrap(glue.destroy_graph(m.gid)),
     destroyContext: (m) => unwrap(glue.destroy_context(m.ctx)),

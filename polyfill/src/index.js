@@ -30,7 +30,7 @@ function unavailableReason() {
 /** An ML whose every method rejects with `reason` (a SecurityError), for webnnPolyfill.ml where WebNN is refused. */
 function refusingRuntime(reason) {
   const refuse = () => Promise.reject(new DOMException(reason, 'SecurityError'));
-  return {boot: refuse, timings: {}};
+  return {boot: refuse, engine: refuse, timings: {}};
 }
 
 function install() {
@@ -69,6 +69,12 @@ function install() {
     get bootTimings() { return {...runtime.timings}; },
     /** The worker's counters: live graphs and tensors, tensor bytes, native (C kernels loaded: 1/0), blas. */
     workerStats: async () => (await runtime.boot()).request('stats', {}),
+    /** A model file turned into a recorded WebNN program ({json, weights, ms}) by the execution worker's Pyodide
+     *  (the gallery's TFLite loader, py_core/bridge/model_loader.py); `bytes` (an ArrayBuffer) is transferred.
+     *  format: 'tflite'; wheels: the loader's pure-Python wheels [{url, sha256}], installed (checked) once.
+     *  Starts only the worker: the page's builder Pyodide is not needed for this. */
+    loadModel: async (bytes, {format = 'tflite', name = '', wheels = []} = {}) =>
+      (await runtime.engine()).request('loadModel', {format, name, bytes, wheels}, [bytes]),
     addEventListener: events.addEventListener.bind(events),
     removeEventListener: events.removeEventListener.bind(events),
   };

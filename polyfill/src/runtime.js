@@ -5,9 +5,7 @@
 
 import {errorFromJson} from './errors.js';
 import {WorkerClient} from './rpc.js';
-import {importPyodide} from './load-pyodide.js';
-import {installWheel} from './wheels.js';
-import {startPyodide} from './snapshot.js';
+import {bootPyodide} from './boot.js';
 
 // the page's Pyodide waits at most this long for the worker's to start (a cold first visit is about 3-4 s)
 const PAGE_WAIT_LIMIT_MS = 6000;
@@ -62,27 +60,19 @@ export class Runtime {
     return this.manifestPromise;
   }
 
-  // indexURL, and the package's own lock file (it names the core wheel) when there is one
-  #pyodideOptions() {
-    const options = {indexURL: this.config.pyodideURL};
-    if (this.config.lockFileURL) options.lockFileURL = this.config.lockFileURL;
-    return options;
-  }
-
   async #bootPage() {
     await this.#manifest();
-    const {loadPyodide, version} = await importPyodide(this.config.pyodideURL);
     // From the snapshot the last visit stored; without one, boot normally and store one for the next visit.
-    const {py, snapshot} = await startPyodide(loadPyodide, version,
-      {...this.#pyodideOptions(), stdout: () => {}, stderr: () => {}}, {make: true});
+    const {py, snapshot} = await bootPyodide({indexURL: this.config.pyodideURL, lockFileURL: this.config.lockFileURL,
+      snapshot: {use: true, make: true}, wheels: [{url: this.coreWheelURL, sha256: this.coreWheelSha256}],
+      mark: (stage) => {
+        if (stage === 'runtime') this.#progress('page-runtime', 'Pyodide started on the page');
+      }});
     this.timings.snapshot = {...this.timings.snapshot, page: snapshot};
-    this.#progress('page-runtime', 'Pyodide started on the page');
-    await installWheel(py, this.coreWheelURL, this.coreWheelSha256);
     const mod = py.pyimport('py_core.bridge.builder_host');
     this.host = mod.HOST;
     this.callJson = this.host.call_json;
     this.#progress('page-core', 'graph builder ready');
-    this.opTable = this.call('op_table');
     this.limits = this.call('op_support_limits');
   }
 
@@ -107,8 +97,8 @@ export class Runtime {
     for (const fn of [...this.lostListeners]) fn(worker, reason);
   }
 
-  /** Boot whatever is not running yet; resolves when builder and worker are both ready. */
-  async boot() {
+  /** The execution worker alone, booting it if needed (the page's builder Pyodide is not started by this). */
+  engine() {
     if (!this.t0) this.t0 = performance.now();
     if (!this.workerPromise) {
       // The page's Pyodide starts once the worker's runs: two Pyodides compiling and restoring at once compete
@@ -124,12 +114,18 @@ export class Runtime {
         throw e;
       });
     }
+    return this.workerPromise;
+  }
+
+  /** Boot whatever is not running yet; resolves when builder and worker are both ready. */
+  async boot() {
+    const engine = this.engine();
     if (!this.pagePromise) {
       this.pagePromise = this.workerStarted.then(() => this.#bootPage())
         .catch((e) => { this.pagePromise = null; throw e; });
     }
     try {
-      const [, worker] = await Promise.all([this.pagePromise, this.workerPromise]);
+      const [, worker] = await Promise.all([this.pagePromise, engine]);
       this.timings.total = Math.round(performance.now() - this.t0);
       this.#progress('ready', 'WebNN polyfill ready');
       return worker;

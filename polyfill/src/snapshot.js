@@ -74,8 +74,8 @@ async function dropSnapshot(key) {
  * Resolves to {py, snapshot}: snapshot is 'loaded', 'made' or 'none'.
  */
 export async function startPyodide(loadPyodide, version, options, {make = false, use = true} = {}) {
-  const key = snapshotKey(options.indexURL, version || 'unknown');
   if (!(await openCache())) return {py: await loadPyodide(options), snapshot: 'none'};
+  const key = snapshotKey(options.indexURL, version || 'unknown');
   if (use) {
     const bytes = await readSnapshot(key);
     if (bytes) {
