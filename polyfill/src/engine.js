@@ -82,7 +82,15 @@ export function createEngine({post, close, switches}) {
       modelLoader = installing;
       installing.catch(() => { if (modelLoader === installing) modelLoader = null; });
     }
-    const loader = await modelLoader;
+    let loader;
+    try {
+      loader = await modelLoader;
+    } catch (e) {
+      // a wheel that failed its sha256 (SecurityError) or could not be fetched: this request fails, the engine
+      // and its graphs carry on (an Error here would be taken for a failure of the runtime itself)
+      throw {name: e && e.name === 'SecurityError' ? 'SecurityError' : 'NetworkError',
+        message: `the model loader could not be installed: ${e && e.message ? e.message : e}`};
+    }
     const t0 = performance.now();
     const reply = unwrap(loader.record_tflite(new Uint8Array(msg.bytes), msg.name));
     let json;
