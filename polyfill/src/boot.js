@@ -10,7 +10,7 @@
 
 import {importPyodide} from './load-pyodide.js';
 import {startPyodide} from './snapshot.js';
-import {installNumpy, installWheel} from './wheels.js';
+import {installNumpy, installWheel, numpyWheel, prefetchWheel} from './wheels.js';
 
 const QUIET = {messageCallback: () => {}};
 
@@ -24,33 +24,96 @@ function fetchable(indexURL) {
  *  indexURL      Pyodide's folder (a URL, or a path ending in '/' under Node)
  *  lockFileURL   a lock file other than indexURL's own (the dist package's)
  *  env, stdout, stderr, args: loadPyodide's options (stdout/stderr default to silence)
- *  snapshot      {use, make}: restore the cached memory snapshot / take one when booting without (snapshot.js)
+ *  snapshot      {use, make, given}: restore `given` snapshot bytes or the cached snapshot / take one when booting
+ *                without (snapshot.js)
+ *  wasmModule    pyodide.asm.wasm already compiled (another Pyodide's, see shareWasm below)
  *  numpy         install NumPy
  *  wheels        [{url, sha256}] installed after (sha256: hex, checked before anything is unpacked)
  *  packages      names for loadPackage (e.g. 'scipy' under Node)
  *  unpack        false installs with loadPackage (the worker's ?unpack=0)
- *  mark(stage)   called after 'script', 'runtime' and 'packages'
- * Resolves to {py, version, snapshot: 'loaded'|'made'|'none', numpy: 'unpacked'|'loadPackage'|null}.
+ *  mark(stage, info) called after 'script', 'runtime' (info: {snapshotBytes, wasmModule}), 'numpy', 'wheels'
+ *                (each when installed) and 'packages'
+ * Resolves to {py, version, snapshot: 'handed'|'loaded'|'made'|'none', snapshotBytes, wasmModule,
+ * numpy: 'unpacked'|'loadPackage'|null}: snapshotBytes and wasmModule (when known) can start another Pyodide.
  */
 export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}, stderr = () => {}, args,
-  snapshot = {use: false, make: false}, numpy = false, wheels = [], packages = [], unpack = true,
-  mark = () => {}} = {}) {
+  snapshot = {use: false, make: false}, wasmModule = null, numpy = false, wheels = [], packages = [],
+  unpack = true, mark = () => {}} = {}) {
+  const viaFetch = unpack && fetchable(indexURL);
+  // downloads start now, beside Pyodide's own start (they are HTTP-cache reads on a return visit)
+  const early = viaFetch ? wheels.map((w) => prefetchWheel(w.url, w.sha256)) : [];
+  const earlyNumpy = numpy && viaFetch
+    ? numpyWheel(indexURL, lockFileURL).then((w) => prefetchWheel(w.url, w.sha256)).catch(() => null) : null;
   const {loadPyodide, version} = await importPyodide(indexURL);
   mark('script');
   const options = {indexURL, stdout, stderr};
   if (lockFileURL) options.lockFileURL = lockFileURL;
   if (env && Object.keys(env).length) options.env = env;
   if (args) options.args = args;
-  const started = await startPyodide(loadPyodide, version, options, snapshot);
+  const wasm = shareWasm(indexURL, wasmModule);
+  let started;
+  try {
+    started = await startPyodide(loadPyodide, version, options, snapshot);
+  } finally {
+    wasm.release();
+  }
   const py = started.py;
-  mark('runtime');
-  const viaFetch = unpack && fetchable(indexURL);
-  // NumPy and the wheels fetched and unpacked concurrently; then packages by name (SciPy needs NumPy)
+  mark('runtime', {snapshotBytes: started.bytes, wasmModule: wasm.module()});
+  // NumPy and the wheels unpacked as their bytes arrive; then packages by name (SciPy needs NumPy)
   const [numpyHow] = await Promise.all([
-    numpy ? installNumpy(py, indexURL, {unpack: viaFetch}) : null,
-    ...wheels.map((w) => installWheel(py, w.url, w.sha256, {unpack: viaFetch})),
+    numpy ? installNumpy(py, indexURL, {unpack: viaFetch, prefetched: earlyNumpy})
+      .then((how) => { mark('numpy'); return how; }) : null,
+    wheels.length ? Promise.all(wheels.map((w, i) => installWheel(py, w.url, w.sha256,
+      {unpack: viaFetch, bytes: early[i] ? early[i].bytes : null}))).then(() => mark('wheels')) : null,
   ]);
   if (packages.length) await py.loadPackage(packages, QUIET);
   mark('packages');
-  return {py, version: version || py.version, snapshot: started.snapshot, numpy: numpyHow};
+  return {py, version: version || py.version, snapshot: started.snapshot, snapshotBytes: started.bytes,
+    wasmModule: wasm.module(), numpy: numpyHow};
+}
+
+// Compiling pyodide.asm.wasm (10 MB) once for both Pyodides.  Pyodide 0.27 instantiates it with
+// WebAssembly.instantiateStreaming(fetch(<indexURL>pyodide.asm.wasm), imports) and takes no compiled module,
+// so while a loadPyodide of ours runs, that one URL's instantiation is served from the module known for it
+// (handed over by the other Pyodide's thread) or, without one, compiled as usual and the module kept.  Any
+// other call passes through untouched, and the original function is back once no boot of ours is running.
+const modules = new Map();  // pyodide.asm.wasm URL -> WebAssembly.Module
+const booting = new Map();  // pyodide.asm.wasm URL -> how many boots of ours are running
+let original = null;  // WebAssembly.instantiateStreaming while it is wrapped
+
+function shareWasm(indexURL, given) {
+  const wa = globalThis.WebAssembly;
+  if (!fetchable(indexURL) || !wa || typeof wa.instantiateStreaming !== 'function') {
+    return {release: () => {}, module: () => given};
+  }
+  const url = new URL('pyodide.asm.wasm', indexURL).href;
+  if (given && !modules.has(url)) modules.set(url, given);
+  booting.set(url, (booting.get(url) || 0) + 1);
+  if (!original) {
+    const passThrough = original = wa.instantiateStreaming;
+    wa.instantiateStreaming = async function instantiateStreaming(source, imports) {
+      const response = await source;
+      const key = response && response.url;
+      const module = booting.has(key) && modules.get(key);
+      if (module) return {module, instance: await wa.instantiate(module, imports)};
+      const result = await passThrough.call(this, response, imports);
+      if (booting.has(key)) modules.set(key, result.module);
+      return result;
+    };
+  }
+  let released = false;
+  return {
+    release() {
+      if (released) return;
+      released = true;
+      const n = booting.get(url) - 1;
+      if (n) booting.set(url, n);
+      else booting.delete(url);
+      if (!booting.size && original) {
+        wa.instantiateStreaming = original;
+        original = null;
+      }
+    },
+    module: () => modules.get(url) || null,
+  };
 }

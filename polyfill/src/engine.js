@@ -56,19 +56,42 @@ export function createEngine({post, close, switches}) {
     if (switches.get('native') === '0') env.PYODIDE_WEBNN_NATIVE = '0';
     // The page stores the snapshot (of a bare interpreter); a snapshot carries its environment, so the
     // switches boot without one.
+    const plain = !Object.keys(env).length;
     const booted = await bootPyodide({indexURL: msg.pyodideURL, lockFileURL: msg.lockFileURL, env,
-      snapshot: {use: !Object.keys(env).length}, numpy: true,
+      snapshot: {use: plain, make: plain}, numpy: true,
       wheels: [{url: msg.coreWheelURL, sha256: msg.coreWheelSha256}], unpack: switches.get('unpack') !== '0',
-      mark: (stage) => {
+      mark: (stage, info) => {
         stages[stage] = Math.round(performance.now() - t0);
-        if (stage === 'runtime') progress('worker-runtime', 'Pyodide started in the worker');
+        if (stage !== 'runtime') return;
+        handOver(msg.handoff, plain ? info : {});
+        progress('worker-runtime', 'Pyodide started in the worker');
       }});
     pyodide = booted.py;
     progress('worker-numpy', `NumPy installed (${booted.numpy})`);
+    pyodide.runPython('import numpy');  // timed apart from the core's own imports
+    stages.numpyImport = Math.round(performance.now() - t0);
     glue = pyodide.pyimport('py_core.bridge.pyodide_glue');
     stages.core = Math.round(performance.now() - t0);
     progress('worker-core', 'core loaded');
     return {ok: true, snapshot: booted.snapshot, numpy: booted.numpy, stages};
+  }
+
+  // The page's Pyodide starts once this one runs, from what this one has: the compiled pyodide.asm.wasm and the
+  // memory snapshot of the bare interpreter (of an environment-free boot only: a snapshot carries its
+  // environment), sent on the page's own port (a message it cannot read fails there, not on the engine's).
+  function handOver(port, {snapshotBytes = null, wasmModule = null}) {
+    if (!port) return;
+    // Two messages, always (the page waits for both): one a browser may fail to read (Firefox, at times, a
+    // WebAssembly.Module) costs only that part.
+    for (const [part, value] of [['snapshot', snapshotBytes], ['module', wasmModule]]) {
+      try {
+        port.postMessage({[part]: value});
+      } catch (e) {
+        console.warn(`WebNN polyfill: the page's Pyodide starts without the worker's ${part}: ${e && e.message}`);
+        port.postMessage({[part]: null});
+      }
+    }
+    port.close();
   }
 
   // Model files (the gallery's .tflite) turned into a recorded WebNN program here, in the engine's Pyodide:

@@ -7,15 +7,18 @@ import {errorFromJson} from './errors.js';
 import {WorkerClient} from './rpc.js';
 import {bootPyodide} from './boot.js';
 
-// the page's Pyodide waits at most this long for the worker's to start (a cold first visit is about 3-4 s)
-const PAGE_WAIT_LIMIT_MS = 6000;
+// the page's Pyodide waits at most this long for the worker's to start and hand it its compiled wasm and
+// snapshot (a cold first visit takes 3-4 s here, much longer on a loaded machine; a worker that fails
+// releases it at once): booting beside a slow worker would only slow both
+const PAGE_WAIT_LIMIT_MS = 60000;
 const STAGES = ['manifest', 'page-runtime', 'page-core', 'worker-runtime', 'worker-numpy', 'worker-core'];
 
 export class Runtime {
   constructor(config, events) {
     this.config = config;
     this.events = events;
-    this.timings = {};  // ms from boot() per stage; `snapshot`: per instance, 'loaded', 'made' or 'none'
+    this.timings = {};  // ms from boot() per stage; `snapshot`: per instance, 'handed', 'loaded', 'made' or 'none'
+    this.handoff = null;  // resolves to what the worker hands the page's Pyodide: {snapshot, module}
     this.done = new Set();
     this.lostListeners = new Set();
     this.host = null;
@@ -29,7 +32,7 @@ export class Runtime {
 
   #progress(stage, message) {
     // Stages after boot (e.g. the worker loading SciPy BLAS for a large graph) are reported, not counted.
-    if (stage === 'worker-runtime') this.releasePage();
+    if (stage === 'worker-runtime' && !this.handoff) this.releasePage();  // else its handoff releases it
     if (STAGES.includes(stage)) {
       this.done.add(stage);
       this.timings[stage] = Math.round(performance.now() - this.t0);
@@ -62,28 +65,40 @@ export class Runtime {
 
   async #bootPage() {
     await this.#manifest();
-    // From the snapshot the last visit stored; without one, boot normally and store one for the next visit.
+    const t0 = performance.now();
+    const page = {};
+    // From the worker's snapshot and compiled module; without them from the snapshot the last visit stored;
+    // without one, boot normally and store one for the next visit.
+    // what the worker's Pyodide handed over as it started (or nothing, when it failed or took too long)
+    const handed = (await Promise.race([this.handoff, null])) || {};
+    this.handoff = null;  // 20 MB: not kept once used
     const {py, snapshot} = await bootPyodide({indexURL: this.config.pyodideURL, lockFileURL: this.config.lockFileURL,
-      snapshot: {use: true, make: true}, wheels: [{url: this.coreWheelURL, sha256: this.coreWheelSha256}],
+      snapshot: {use: true, make: true, given: handed.snapshot || null}, wasmModule: handed.module || null,
+      wheels: [{url: this.coreWheelURL, sha256: this.coreWheelSha256}],
       mark: (stage) => {
+        page[stage] = Math.round(performance.now() - t0);
         if (stage === 'runtime') this.#progress('page-runtime', 'Pyodide started on the page');
       }});
     this.timings.snapshot = {...this.timings.snapshot, page: snapshot};
+    this.timings.wasm = handed.module ? 'handed' : 'compiled';  // the page's pyodide.asm.wasm: the worker's, or its own
     const mod = py.pyimport('py_core.bridge.builder_host');
     this.host = mod.HOST;
     this.callJson = this.host.call_json;
+    page.core = Math.round(performance.now() - t0);
+    this.timings.page = page;  // ms on this page's clock since its Pyodide started booting
     this.#progress('page-core', 'graph builder ready');
     this.limits = this.call('op_support_limits');
   }
 
-  async #bootWorker() {
+  async #bootWorker(handoff) {
     await this.#manifest();
     const worker = new WorkerClient(
       this.config.workerURL,
       (msg) => this.#progress(msg.stage, msg.message),
       (reason) => this.#workerLost(worker, reason));
     const ready = await worker.request('init', {pyodideURL: this.config.pyodideURL,
-      lockFileURL: this.config.lockFileURL, coreWheelURL: this.coreWheelURL, coreWheelSha256: this.coreWheelSha256});
+      lockFileURL: this.config.lockFileURL, coreWheelURL: this.coreWheelURL, coreWheelSha256: this.coreWheelSha256,
+      handoff}, handoff ? [handoff] : []);
     if (ready && ready.snapshot) this.timings.snapshot = {...this.timings.snapshot, worker: ready.snapshot};
     if (ready && ready.numpy) this.timings.numpy = ready.numpy;  // 'unpacked' or 'loadPackage' (fallback)
     if (ready && ready.stages) this.timings.worker = ready.stages;  // ms on the worker's own clock
@@ -108,7 +123,30 @@ export class Runtime {
         this.releasePage = resolve;
         setTimeout(resolve, PAGE_WAIT_LIMIT_MS);
       });
-      this.workerPromise = this.#bootWorker().catch((e) => {
+      // While the page's Pyodide is not running, the worker hands it its compiled pyodide.asm.wasm and its
+      // memory snapshot (engine.js handOver) on a port of its own.
+      let handoff = null;
+      if (!this.callJson && typeof MessageChannel === 'function') {
+        const {port1, port2} = new MessageChannel();
+        handoff = port2;
+        this.handoff = new Promise((resolve) => {
+          const got = {};
+          let parts = 0;
+          const take = (data) => {
+            Object.assign(got, data);
+            if (++parts < 2) return;
+            port1.close();
+            resolve(got);
+            this.releasePage();
+          };
+          port1.onmessage = (e) => take(e.data);
+          port1.onmessageerror = () => {
+            console.warn("WebNN polyfill: a part of the worker's Pyodide could not be read here; compiled again");
+            take({});
+          };
+        });
+      }
+      this.workerPromise = this.#bootWorker(handoff).catch((e) => {
         this.workerPromise = null;
         this.releasePage();
         throw e;
