@@ -131,7 +131,8 @@ def test_package_layout(dist_dir: Path) -> None:
     assert worker.name == f"webnn-worker.{hashlib.sha256(worker.read_bytes()).hexdigest()[:16]}.js"
 
 
-def test_one_script_tag_from_another_origin_and_the_snapshot(browser: Any, cdn: StaticHost, site: str) -> None:
+def test_one_script_tag_from_another_origin_and_the_snapshot(browser: Any, browser_name: str, cdn: StaticHost,
+                                                              site: str) -> None:
     context = browser.new_context()
     try:
         first = _visit(context, f"{site}one-tag.html")
@@ -141,7 +142,8 @@ def test_one_script_tag_from_another_origin_and_the_snapshot(browser: Any, cdn: 
         # the page's origin keeps the snapshot in its Cache Storage (the worker, from a blob URL, has the page's
         # origin); the worker hands it to the page's Pyodide, and the next visit starts from it
         assert first["snapshot"] == {"page": "handed", "worker": "made"}
-        assert first["wasm"] == "handed"  # the worker's compiled pyodide.asm.wasm, not compiled again
+        # the worker's compiled pyodide.asm.wasm, not compiled again (Firefox: when the page can read it back)
+        assert first["wasm"] in ({"handed"} if browser_name == "chromium" else {"handed", "compiled"})
         second = _visit(context, f"{site}one-tag.html")
         assert second["snapshot"] == {"page": "handed", "worker": "loaded"}
     finally:
