@@ -24,14 +24,14 @@ function fetchable(indexURL) {
  *  indexURL      Pyodide's folder (a URL, or a path ending in '/' under Node)
  *  lockFileURL   a lock file other than indexURL's own (the dist package's)
  *  env, stdout, stderr, args: loadPyodide's options (stdout/stderr default to silence)
- *  snapshot      {use, make, given}: restore `given` snapshot bytes or the cached snapshot / take one when booting
- *                without (snapshot.js)
+ *  snapshot      {use, make, store, given, givenNew}: restore `given` snapshot bytes or the cached snapshot /
+ *                take one when booting without, and store it (snapshot.js startPyodide)
  *  wasmModule    pyodide.asm.wasm already compiled (another Pyodide's, see shareWasm below)
  *  numpy         install NumPy
  *  wheels        [{url, sha256}] installed after (sha256: hex, checked before anything is unpacked)
  *  packages      names for loadPackage (e.g. 'scipy' under Node)
  *  unpack        false installs with loadPackage (the worker's ?unpack=0)
- *  mark(stage, info) called after 'script', 'runtime' (info: {snapshotBytes, wasmModule}), 'numpy', 'wheels'
+ *  mark(stage, info) called after 'script', 'runtime' (info: {snapshot, snapshotBytes, wasmModule}), 'numpy', 'wheels'
  *                (each when installed) and 'packages'
  * Resolves to {py, version, snapshot: 'handed'|'loaded'|'made'|'none', snapshotBytes, wasmModule,
  * numpy: 'unpacked'|'loadPackage'|null}: snapshotBytes and wasmModule (when known) can start another Pyodide.
@@ -58,7 +58,7 @@ export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}
     wasm.release();
   }
   const py = started.py;
-  mark('runtime', {snapshotBytes: started.bytes, wasmModule: wasm.module()});
+  mark('runtime', {snapshot: started.snapshot, snapshotBytes: started.bytes, wasmModule: wasm.module()});
   // NumPy and the wheels unpacked as their bytes arrive; then packages by name (SciPy needs NumPy)
   const [numpyHow] = await Promise.all([
     numpy ? installNumpy(py, indexURL, {unpack: viaFetch, prefetched: earlyNumpy})

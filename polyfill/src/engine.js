@@ -58,7 +58,8 @@ export function createEngine({post, close, switches}) {
     // switches boot without one.
     const plain = !Object.keys(env).length;
     const booted = await bootPyodide({indexURL: msg.pyodideURL, lockFileURL: msg.lockFileURL, env,
-      snapshot: {use: plain, make: plain}, numpy: true,
+      // a snapshot made here goes to the page, which stores it (snapshot.js)
+      snapshot: {use: plain, make: plain, store: !msg.handoff}, numpy: true,
       wheels: [{url: msg.coreWheelURL, sha256: msg.coreWheelSha256}], unpack: switches.get('unpack') !== '0',
       mark: (stage, info) => {
         stages[stage] = Math.round(performance.now() - t0);
@@ -79,16 +80,17 @@ export function createEngine({post, close, switches}) {
   // The page's Pyodide starts once this one runs, from what this one has: the compiled pyodide.asm.wasm and the
   // memory snapshot of the bare interpreter (of an environment-free boot only: a snapshot carries its
   // environment), sent on the page's own port (a message it cannot read fails there, not on the engine's).
-  function handOver(port, {snapshotBytes = null, wasmModule = null}) {
+  function handOver(port, {snapshot, snapshotBytes = null, wasmModule = null}) {
     if (!port) return;
     // Two messages, always (the page waits for both): one a browser may fail to read (Firefox, at times, a
-    // WebAssembly.Module) costs only that part.
-    for (const [part, value] of [['snapshot', snapshotBytes], ['module', wasmModule]]) {
+    // WebAssembly.Module) costs only that part. A snapshot made here is stored by the page (`made`).
+    const parts = [{snapshot: snapshotBytes, made: snapshot === 'made'}, {module: wasmModule}];
+    for (const part of parts) {
       try {
-        port.postMessage({[part]: value});
+        port.postMessage(part);
       } catch (e) {
-        console.warn(`WebNN polyfill: the page's Pyodide starts without the worker's ${part}: ${e && e.message}`);
-        port.postMessage({[part]: null});
+        console.warn(`WebNN polyfill: the page's Pyodide starts without a part of the worker's: ${e && e.message}`);
+        port.postMessage({});
       }
     }
     port.close();

@@ -67,13 +67,14 @@ export class Runtime {
     await this.#manifest();
     const t0 = performance.now();
     const page = {};
-    // From the worker's snapshot and compiled module; without them from the snapshot the last visit stored;
+    // From the snapshot and compiled module the worker's Pyodide handed over as it started (nothing when it
+    // failed, took too long or runs with switches); without them from the snapshot the last visit stored;
     // without one, boot normally and store one for the next visit.
-    // what the worker's Pyodide handed over as it started (or nothing, when it failed or took too long)
     const handed = (await Promise.race([this.handoff, null])) || {};
     this.handoff = null;  // 20 MB: not kept once used
     const {py, snapshot} = await bootPyodide({indexURL: this.config.pyodideURL, lockFileURL: this.config.lockFileURL,
-      snapshot: {use: true, make: true, given: handed.snapshot || null}, wasmModule: handed.module || null,
+      snapshot: {use: true, make: true, given: handed.snapshot || null, givenNew: !!handed.made},
+      wasmModule: handed.module || null,
       wheels: [{url: this.coreWheelURL, sha256: this.coreWheelSha256}],
       mark: (stage) => {
         page[stage] = Math.round(performance.now() - t0);
