@@ -128,10 +128,10 @@ fuzz: venv build
 	ulimit -v 8000000; WEBNN_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -p no:cacheprovider --hypothesis-show-statistics \
 	  tests/core/test_fuzz_kernels.py
 
-# Not part of `make test`: a full run takes several minutes (scripts/bench.py --help for options).
+# Not part of `make test`: a full run takes several minutes (python -m web.bench perf --help for options).
 BENCH_ARGS ?=
 bench: setup build dist
-	$(PY) scripts/bench.py $(BENCH_ARGS)
+	$(PY) -m web.bench perf $(BENCH_ARGS)
 
 lint: venv
 	$(PY) -m ruff check .

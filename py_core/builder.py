@@ -12,20 +12,24 @@ from typing import Any
 
 from py_core.errors import InvalidStateError, WebNNTypeError
 from py_core.graph import Graph, Operand, Operation
-from py_core.spec import OPS, OpSpec, validate
+from py_core.spec import OPS, OpSpec, bind, infer_outputs, normalize
 from py_core.spec.table import OPERANDS, check_output_descriptor
 from py_core.types import DataType, OperandDescriptor
 
 
 class BuilderOperand:
-    """MLOperand: an operand handle with its descriptor known at once.  https://www.w3.org/TR/webnn/#api-mloperand"""
+    """MLOperand: a handle (builder, id) on an operand of the builder's graph, which alone holds its descriptor.
+    https://www.w3.org/TR/webnn/#api-mloperand"""
 
-    __slots__ = ("builder", "id", "desc")
+    __slots__ = ("builder", "id")
 
-    def __init__(self, builder: GraphBuilder, id: int, desc: OperandDescriptor):
+    def __init__(self, builder: GraphBuilder, id: int):
         self.builder = builder
         self.id = id
-        self.desc = desc
+
+    @property
+    def desc(self) -> OperandDescriptor:
+        return self.builder.graph.operands[self.id].desc
 
     @property
     def shape(self) -> list[int]:
@@ -77,7 +81,13 @@ class GraphBuilder:
         oid = self._next_id
         self._next_id += 1
         self.graph.operands[oid] = Operand(oid, desc, kind, name)
-        return BuilderOperand(self, oid, desc)
+        return BuilderOperand(self, oid)
+
+    def operand(self, oid: int) -> BuilderOperand:
+        """The handle of operand `oid` of this builder's graph (TypeError when there is none)."""
+        if not isinstance(oid, int) or isinstance(oid, bool) or oid not in self.graph.operands:
+            raise WebNNTypeError(f"MLGraphBuilder: no operand #{oid!r} in this builder")
+        return BuilderOperand(self, oid)
 
     def _check_state(self) -> None:
         if self._built:
@@ -139,7 +149,9 @@ class GraphBuilder:
                 descs[p.name] = [x.desc for x in h] if isinstance(h, list) else h.desc
             elif v is not None:
                 values[p.name] = v
-        outs, options = validate(spec, descs, values, label)
+        bound = bind(spec, descs, values, label)
+        outs = infer_outputs(bound)
+        options = normalize(bound)
         handles_out = [self._new_operand(d, "output") for d in outs]
         # every operand parameter is recorded, absent optional ones as None: kernels get them as None
         ids: dict[str, int | list[int] | None] = dict.fromkeys((p.name for p in spec.operand_params), None)

@@ -72,6 +72,8 @@ INT_RANGES: dict[DataType, tuple[int, int]] = {
     DataType.UINT64: (0, 2**64 - 1),
 }
 
+# Largest operand rank this implementation accepts (opSupportLimits' rankRange.max for every operand).
+MAX_RANK = 8
 # Largest WebIDL [EnforceRange] unsigned long (axes, sizes and other unsigned long arguments).
 MAX_UNSIGNED_LONG = 2**32 - 1
 # Largest valid dimension, and largest element count: "an integer greater than zero and in the range of

@@ -1,21 +1,20 @@
 """Benchmark graphs with one set of weights for every implementation: MobileNetV2 (written here in torch,
 seeded random weights, exported to ONNX) and the single-operator kernels, each as an ONNX file plus the
-WebNN form the polyfill page builds (graph JSON + one float32 weights file).
+WebNN graph the polyfill page replays: a graph file (docs/graph-file.md, py_core/graphfile.py), <name>.json
+with its weights in <name>.bin.
 
     python scripts/bench_models.py [--out DIR]     # default: build/bench-models
 
 The WebNN graph is translated from the exported ONNX file (batch-norm already folded into the convolutions
-by the exporter), so both runtimes read the very same weight bytes.  Graph JSON:
-    {"inputs": {name: {dataType, shape}}, "outputs": [name],
-     "constants": {name: {dataType, shape, offset, length}},      # byte ranges of <name>.bin
-     "operations": [{"op": builder method, "inputs": [names], "options": {...}, "output": name}]}
+by the exporter), so both runtimes read the very same weight bytes.  index.json lists every graph:
+    {name: {"graph": "<name>.json", "weights": "<name>.bin" | null, "inputs": {name: {dataType, shape}},
+            "outputs": [name], "weightBytes": n, "kind": "onnx" | "chain" | "tflite", "onnx"?, "tflite"?}}
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -105,11 +104,11 @@ def export_onnx(model: Any, shape: tuple[int, ...], path: Path, names: tuple[str
 
 
 def onnx_to_graph(path: Path) -> Any:
-    """Build the small ONNX subset these graphs use with py_core's GraphBuilder; returns the built Graph."""
+    """Build the small ONNX subset these graphs use with py_core's GraphBuilder; returns the graph file."""
     import onnx
     from onnx import numpy_helper
 
-    from py_core.builder import GraphBuilder
+    from py_core.graphfile import Recorder
 
     m = onnx.load(str(path))
     g = m.graph
@@ -123,7 +122,7 @@ def onnx_to_graph(path: Path) -> Any:
         return [d.dim_value for d in v.type.tensor_type.shape.dim]
 
     shapes = {v.name: dims(v) for v in list(inferred.value_info) + list(inferred.output)}
-    b = GraphBuilder()
+    b = Recorder(path.stem, path.name)
     vals: dict[str, Any] = {v.name: b.input(v.name, {"dataType": "float32", "shape": dims(v)})
                             for v in g.input if v.name not in inits}
 
@@ -163,87 +162,6 @@ def onnx_to_graph(path: Path) -> Any:
         else:
             raise NotImplementedError(f"ONNX {t} is not in the benchmark subset")
     return b.build({o.name: vals[o.name] for o in g.output})
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")  # the page revives these
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, dict):
-        return {k: _jsonable(x) for k, x in v.items()}
-    return getattr(v, "value", v)  # DataType -> its string
-
-
-def graph_to_json(graph: Any) -> tuple[dict[str, Any], bytes]:
-    """A py_core Graph as the page's graph JSON (builder calls with positional arguments and options, operand
-    references as {"$": name}) and the constants' bytes, each 8-byte aligned."""
-    from py_core.spec import OPS
-
-    name = {i: f"v{i}" for i in graph.operands}
-    for n, i in graph.inputs.items():
-        name[i] = n
-    for n, i in graph.outputs.items():
-        name[i] = n
-
-    def ref(r: Any) -> Any:
-        if isinstance(r, list):
-            return [{"$": name[i]} for i in r]
-        return None if r is None else {"$": name[r]}
-
-    blob = bytearray()
-    constants = {}
-    for i, data in graph.constants.items():
-        d = graph.operands[i].desc
-        arr = np.ascontiguousarray(np.asarray(data).reshape(d.shape).astype(d.data_type.numpy_name, copy=False))
-        blob.extend(b"\0" * (-len(blob) % 8))
-        constants[name[i]] = {"dataType": d.data_type.value, "shape": list(d.shape), "offset": len(blob),
-                              "length": arr.nbytes}
-        blob.extend(arr.tobytes())
-    ops = []
-    for op in graph.operations:
-        spec = OPS[op.op]
-        args = [ref(op.operands.get(p.name)) if p.is_operand else _jsonable(op.options.get(p.name))
-                for p in spec.params]
-        options = {}
-        for p in spec.options:
-            if p.is_operand:
-                if op.operands.get(p.name) is not None:
-                    options[p.name] = ref(op.operands[p.name])
-            elif op.options.get(p.name) is not None:
-                options[p.name] = _jsonable(op.options[p.name])
-        ops.append({"op": op.op, "args": args, "options": options, "outputs": [name[o] for o in op.outputs]})
-    inputs = {n: graph.operands[i].desc.to_json() for n, i in graph.inputs.items()}
-    out = {"inputs": inputs, "outputs": list(graph.outputs), "constants": constants, "operations": ops}
-    return out, bytes(blob)
-
-
-def build_in_python(graph: dict[str, Any], blob: bytes) -> Any:
-    """The page's graph JSON built with py_core's GraphBuilder (CPython or Pyodide): returns the Graph."""
-    from py_core.builder import GraphBuilder
-
-    b = GraphBuilder()
-    vals: dict[str, Any] = {n: b.input(n, d) for n, d in graph["inputs"].items()}
-    for n, c in graph["constants"].items():
-        dtype = np.dtype(c["dataType"])
-        arr = np.frombuffer(blob, dtype, c["length"] // dtype.itemsize, c["offset"]).reshape(c["shape"])
-        vals[n] = b.constant(c, arr.copy())
-
-    def resolve(v: Any) -> Any:
-        if isinstance(v, dict) and "$" in v:
-            return vals[v["$"]]
-        if isinstance(v, list):
-            return [resolve(x) for x in v]
-        if v in ("Infinity", "-Infinity", "NaN"):
-            return float(v.replace("Infinity", "inf"))
-        return v
-
-    for op in graph["operations"]:
-        res = getattr(b, op["op"])(*[resolve(a) for a in op["args"]],
-                                   **{k: resolve(v) for k, v in op["options"].items()})
-        for n, r in zip(op["outputs"], res if isinstance(res, list) else [res], strict=True):
-            vals[n] = r
-    return b.build({n: vals[n] for n in graph["outputs"]})
 
 
 # ------------------------------------------------------------------------------------------------ the cases
@@ -290,9 +208,9 @@ def kernel_models() -> dict[str, tuple[Any, list[tuple[int, ...]]]]:
 def chain_graph(length: int) -> Any:
     """`length` small element-wise operators in a row (add, mul, relu, sub, ...) on a [1, 16] tensor: the
     executor's per-operator overhead, since the kernels themselves take a microsecond or two."""
-    from py_core.builder import GraphBuilder
+    from py_core.graphfile import Recorder
 
-    b = GraphBuilder()
+    b = Recorder(f"chain{length}", "scripts/bench_models.py")
     x = b.input("x", {"dataType": "float32", "shape": [1, 16]})
     k = b.constant({"dataType": "float32", "shape": [16]}, np.full(16, 0.5, np.float32))
     y = x
@@ -302,23 +220,23 @@ def chain_graph(length: int) -> Any:
 
 
 def tflite_graphs() -> dict[str, tuple[Any, str]]:
-    """The gallery's TFLite models (MediaPipe) built with py_core's loader: name -> (Graph, .tflite path)."""
+    """The gallery's TFLite models (MediaPipe) recorded by py_core's loader: name -> (graph file, .tflite path)."""
     sys.path.insert(0, str(ROOT))  # this checkout's packages, not another install's
-    from py_core.loaders import GraphBuilderAdapter, build_tflite, read_tflite
+    from py_core.loaders.recording import record_tflite
     from web.mediapipe_models import MODELS, model_path
 
     found = {}
     for name in MODELS:
         try:
             path = model_path(name)
-            found[name] = (build_tflite(read_tflite(path), GraphBuilderAdapter()), str(path))
+            found[name] = (record_tflite(path), str(path))
         except Exception as e:  # a model the loader cannot build yet is reported, not fatal
             print(f"bench_models: skipping {name}: {type(e).__name__}: {e}", file=sys.stderr)
     return found
 
 
 def generate(out: Path, with_tflite: bool = True) -> dict[str, Any]:
-    """Write <name>.json (WebNN graph) and <name>.bin for every case, <name>.onnx where ORT runs it too;
+    """Write <name>.json and <name>.bin (a graph file) for every case, <name>.onnx where ORT runs it too;
     return the index (also written as index.json)."""
     import torch
 
@@ -326,11 +244,11 @@ def generate(out: Path, with_tflite: bool = True) -> dict[str, Any]:
     index: dict[str, Any] = {}
 
     def write(name: str, graph: Any, **extra: Any) -> None:
-        gj, blob = graph_to_json(graph)
-        (out / f"{name}.json").write_text(json.dumps(gj))
-        (out / f"{name}.bin").write_bytes(blob)
-        index[name] = {"graph": f"{name}.json", "weights": f"{name}.bin", "inputs": gj["inputs"],
-                       "outputs": gj["outputs"], "weightBytes": len(blob), **extra}
+        graph.name = name
+        graph.save(out / name)
+        inputs = {n: {"dataType": d["dataType"], "shape": d["shape"]} for n, d in graph.inputs.items()}
+        index[name] = {"graph": f"{name}.json", "weights": f"{name}.bin" if graph.weights else None, "inputs": inputs,
+                       "outputs": list(graph.outputs), "weightBytes": len(graph.weights), **extra}
 
     cases = {"mobilenetv2": (mobilenet_v2(), [(1, 3, 224, 224)]), **kernel_models()}
     for name, (model, shapes) in cases.items():
@@ -345,6 +263,21 @@ def generate(out: Path, with_tflite: bool = True) -> dict[str, Any]:
             write(name, graph, tflite=path, kind="tflite")
     (out / "index.json").write_text(json.dumps(index, indent=1))
     return index
+
+
+def is_current(out: Path) -> bool:
+    """Whether `out` holds an index whose graphs are in this checkout's graph-file format (an older build of
+    build/bench-models, in a format since replaced, is regenerated rather than failing in the page)."""
+    from py_core.graphfile import FORMAT, VERSION
+
+    try:
+        index = json.loads((out / "index.json").read_text())
+        for entry in index.values():
+            head = json.loads((out / entry["graph"]).read_text())
+            return bool(head.get("format") == FORMAT and head.get("version") == VERSION)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+    return False
 
 
 def main() -> int:

@@ -12,14 +12,11 @@ const result = await py.runPythonAsync(`
 import json, time, tracemalloc, statistics
 import numpy as np
 import pyodide_js
-from bench_models import build_in_python
+from py_core.graphfile import load, replay
 from py_core.runtime.executor import prepare
 from py_core.kernels.matrix import use_blas
 from scipy.linalg import blas
 
-def load(name):
-    g = json.load(open(f"/home/pyodide/models/{name}.json"))
-    return g, open(f"/home/pyodide/models/{name}.bin", "rb").read()
 
 def timed(exe, feeds, n):
     ts = []
@@ -30,8 +27,7 @@ def timed(exe, feeds, n):
 out = {}
 chains = {}
 for name in ("chain1", "chain500"):
-    g, blob = load(name)
-    exe = prepare(build_in_python(g, blob))
+    exe = prepare(replay(load(f"/home/pyodide/models/{name}.json")))
     feeds = {"x": np.ones((1, 16), np.float32)}
     timed(exe, feeds, 20)
     chains[name] = min(timed(exe, feeds, 50) for _ in range(3))
@@ -39,9 +35,9 @@ out["chain1Ms"], out["chain500Ms"] = chains["chain1"], chains["chain500"]
 out["overheadUsPerOp"] = (chains["chain500"] - chains["chain1"]) / 499 * 1e3
 
 use_blas(blas.sgemm)
-g, blob = load("mobilenetv2")
+graph = load("/home/pyodide/models/mobilenetv2.json")
 tracemalloc.start()
-exe = prepare(build_in_python(g, blob))
+exe = prepare(replay(graph))
 feeds = {"input": np.random.default_rng(0).random((1, 3, 224, 224), dtype=np.float32)}
 # the largest set of activations alive at once under the memory plan
 live, largest = {}, 0
@@ -64,7 +60,7 @@ for i in range(runs):
     t = time.perf_counter(); exe.run(feeds); ts.append(time.perf_counter() - t)
 cur1, peak = tracemalloc.get_traced_memory()
 heap1 = pyodide_js._module.HEAP8.length
-weights = len(blob)
+weights = len(graph.weights)
 MB = 1e6
 out["memory"] = {"runs": runs, "currentStartMB": cur0 / MB, "currentEndMB": cur1 / MB, "peakMB": peak / MB,
                  "heapStartMB": heap0 / MB, "heapEndMB": heap1 / MB, "weightsMB": weights / MB,

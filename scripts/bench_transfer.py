@@ -3,7 +3,7 @@ origin, a fresh browser profile, up to a graph's result; the host counts the bod
 
 Measured twice per browser: from a host that sends the precompressed `.br` / `.gz` siblings when the browser
 accepts them (nginx `brotli_static`, a CDN), and from one that sends the files as they are. `make bench` runs it
-(scripts/bench.py); alone: `python scripts/bench_transfer.py [--browsers chromium,firefox] [--dist dist]`.
+(web/bench/perf.py); alone: `python scripts/bench_transfer.py [--browsers chromium,firefox] [--dist dist]`.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def first_visit(pw: Any, browser_name: str, dist: Path, precompressed: bool) -> 
             (site / "index.html").write_text(PAGE.format(assets=cdn.url))
             with StaticHost(site, host="localhost") as page_host:
                 # Chromium gets an on-disk profile: a throwaway context's in-memory cache skips files as large as
-                # pyodide.asm.wasm, and the worker's Pyodide would download it a second time (scripts/bench.py)
+                # pyodide.asm.wasm, and the worker's Pyodide would download it a second time (web/bench/perf.py)
                 if browser_name == "chromium":
                     owner = pw.chromium.launch_persistent_context(str(Path(tmp) / "profile"),
                                                                   **launch_args("chromium"))

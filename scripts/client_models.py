@@ -15,7 +15,7 @@ about 6e-2 on such a model.  `lstm_gru_lbr1` keeps torch's attribute to show tha
 
     python scripts/client_models.py [--out DIR]     # default: build/client-models
 
-The MediaPipe TFLite models that LiteRT.js runs come from the mediapipe wheel (scripts/models.py), not from here.
+The MediaPipe TFLite models that LiteRT.js runs come from the mediapipe wheel (web/mediapipe_models.py), not from here.
 """
 
 from __future__ import annotations

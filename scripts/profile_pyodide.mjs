@@ -11,7 +11,7 @@ const flags = process.argv.slice(2).filter((a) => a.startsWith('--'));
 const [modelDir, name, runs = '20'] = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const py = await pyodideWithCore();
 py.FS.mkdirTree('/home/pyodide/models');
-for (const ext of ['json', 'bin']) {
+for (const ext of ['json', 'bin'].filter((e) => fs.existsSync(path.join(modelDir, `${name}.${e}`)))) {
   py.FS.writeFile(`/home/pyodide/models/m.${ext}`, fs.readFileSync(path.join(modelDir, `${name}.${ext}`)));
 }
 py.globals.set('RUNS', Number(runs));
@@ -21,25 +21,24 @@ py.globals.set('COMPILER', !flags.includes('--no-compiler'));
 console.log(await py.runPythonAsync(`
 import json, time, collections, functools
 import numpy as np
-from bench_models import build_in_python
+from py_core.graphfile import load, replay
 from py_core.compiler import CompileOptions
 from py_core.runtime.executor import prepare
 from py_core.kernels.matrix import use_blas
 if BLAS:
     from scipy.linalg import blas
     use_blas(blas.sgemm)
-g = json.load(open("/home/pyodide/models/m.json"))
-blob = open("/home/pyodide/models/m.bin", "rb").read()
-exe = prepare(build_in_python(g, blob), None if COMPILER else CompileOptions.none())
+graph = load("/home/pyodide/models/m.json")
+exe = prepare(replay(graph), None if COMPILER else CompileOptions.none())
 rng = np.random.default_rng(0)
-feeds = {n: rng.random(d["shape"], dtype=np.float32) for n, d in g["inputs"].items()}
+feeds = {n: rng.random(d["shape"], dtype=np.float32) for n, d in graph.inputs.items()}
 exe.run(feeds)
 
 def describe(step):
     fn = step.call.func if isinstance(step.call, functools.partial) else step.call
-    mode = getattr(fn, "mode", "")
     posts = len(getattr(fn, "posts", ()) or ())
-    return f"{step.op}{'/' + mode if mode else ''}{'+%d' % posts if posts else ''} {list(step.out_types[0][1])}"
+    kernel = f"[{step.variant}]" if step.variant else ""
+    return f"{step.op}{kernel}{'+%d' % posts if posts else ''} {list(step.out_types[0][1])}"
 
 per = collections.defaultdict(float)
 count = collections.Counter()

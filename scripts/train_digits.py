@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Train the gallery's handwritten-digit network on scikit-learn's digits and save it as a WebNN program.
+"""Train the gallery's handwritten-digit network on scikit-learn's digits and save it as a graph file.
 
     python scripts/train_digits.py            # writes web/gallery/models/digits.{json,bin}
 
@@ -13,9 +13,9 @@ the dataset's digits as they are and as they come out of that preprocessing (eac
 blocks), so drawn digits and dataset digits meet it in the same form.
 
 Network: 64 -> 64 (ReLU) -> 10 (softmax), inputs divided by 16; full-batch Adam in float64 from a fixed seed
-(deterministic on a given machine), weights stored as float32.  The program is recorded through
-py_core.loaders.recording.RecordingBuilder (input "pixels" [1, 64], output "probabilities" [1, 10]) with
-gemm, relu and softmax, so the page replays it like the converted TFLite models.
+(deterministic on a given machine), weights stored as float32.  The graph is recorded through
+py_core.graphfile.Recorder (input "pixels" [1, 64], output "probabilities" [1, 10]) with gemm, relu and
+softmax, as a graph file (docs/graph-file.md) the page replays like the converted TFLite models.
 """
 
 from __future__ import annotations
@@ -121,10 +121,10 @@ def predict(params: dict[str, np.ndarray], x: np.ndarray) -> np.ndarray:
 
 
 def record(params: dict[str, np.ndarray], meta: dict[str, object]) -> object:
-    """The network as a WebNN program: pixels [1, 64] (values / 16) -> probabilities [1, 10]."""
-    from py_core.loaders.recording import RecordingBuilder
+    """The network as a graph file: pixels [1, 64] (values / 16) -> probabilities [1, 10]."""
+    from py_core.graphfile import Recorder
 
-    rb = RecordingBuilder("scripts/train_digits.py")
+    rb = Recorder("digits", "scripts/train_digits.py")
 
     def const(a: np.ndarray) -> object:
         a = np.ascontiguousarray(a, dtype=np.float32)
@@ -133,9 +133,9 @@ def record(params: dict[str, np.ndarray], meta: dict[str, object]) -> object:
     x = rb.input("pixels", {"dataType": "float32", "shape": [1, 64]})
     h = rb.op("relu", rb.op("gemm", x, const(params["w1"]), c=const(params["b1"]), label="dense1"), label="relu1")
     logits = rb.op("gemm", h, const(params["w2"]), c=const(params["b2"]), label="dense2")
-    program = rb.build({"probabilities": rb.op("softmax", logits, 1, label="probabilities")})
-    program.json["meta"] = meta
-    return program
+    graph = rb.build({"probabilities": rb.op("softmax", logits, 1, label="probabilities")})
+    graph.meta = meta
+    return graph
 
 
 def main(argv: list[str] | None = None) -> int:

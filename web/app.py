@@ -268,11 +268,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # make dist's package, as a CDN would serve it: precompressed siblings, hashed assets immutable
     dist = AssetFiles(settings.repo_root / "dist", NO_CACHE, precompressed=True, immutable_under="assets/")
     app.mount("/dist", dist, name="dist")
+    # modules shared by the pages (the graph file reader and replayer: web/lib/graphfile.js)
+    app.mount("/lib", AssetFiles(WEB_DIR / "lib", NO_CACHE), name="lib")
     app.mount("/test", AssetFiles(WEB_DIR / "pages" / "test", NO_CACHE, html=True), name="test")
     app.mount("/gallery", AssetFiles(WEB_DIR / "gallery", NO_CACHE, html=True), name="gallery")
     app.mount("/bench", AssetFiles(WEB_DIR / "bench" / "static", NO_CACHE, html=True), name="bench")
     app.mount("/reports", AssetFiles(settings.reports_dir, NO_CACHE), name="reports")
-    # the performance bench (scripts/bench.py): its page, the graphs scripts/bench_models.py writes, ORT-web
+    # the performance bench (make bench, web/bench/perf.py): its page, the graphs bench_models.py writes, ORT-web
     bench_models = settings.repo_root / "build" / "bench-models"
     app.mount("/perf/models", AssetFiles(bench_models, NO_CACHE), name="perf-models")
     app.mount("/perf", AssetFiles(WEB_DIR / "pages" / "bench", NO_CACHE, html=True), name="perf")

@@ -17,9 +17,9 @@ scanning `sys.path`.  `MODELS` records each model's input as MediaPipe's own gra
 A pixel p in 0..255 becomes `lo + p / 255 * (hi - lo)`; the tensors are NHWC float32 RGB.
 
 The one home of this registry: the dev server, the benches, the scripts and the tests import it as
-`web.mediapipe_models` (scripts/models.py re-exports it for the scripts that run from that folder).
+`web.mediapipe_models`.
 
-    python scripts/models.py            # list the models and their paths
+    python -m web.mediapipe_models      # list the models and their paths
 """
 
 from __future__ import annotations
@@ -97,9 +97,12 @@ def model_path(name: str) -> Path:
     return path
 
 
-
 def main() -> None:
     """Print each registered model with its input size, value range and path."""
     for m in MODELS.values():
         lo, hi = m.value_range
         print(f"{m.name:28} {m.size[0]}x{m.size[1]} [{lo:g}, {hi:g}]  {model_path(m.name)}")
+
+
+if __name__ == "__main__":
+    main()

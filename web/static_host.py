@@ -1,6 +1,6 @@
 """A plain static file host, as a CDN or a user's own server would be: files, MIME types, CORS, nothing else.
 
-Used by the cross-origin tests, the example app's test and the transfer measurement (scripts/bench.py): it
+Used by the cross-origin tests, the example app's test and the transfer measurement (make bench): it
 sends `Access-Control-Allow-Origin: *` and no isolation or CORP headers; with `precompressed=True` it answers
 `Accept-Encoding: br` / `gzip` with the `.br` / `.gz` sibling a file has (as nginx's `brotli_static` /
 `gzip_static` do). It counts the body bytes it sends per path.

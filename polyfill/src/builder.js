@@ -155,19 +155,19 @@ export class MLGraphBuilder {
     for (const t of s.constantTensors.values()) {
       if (t.destroyed) throw new TypeError(`${where}: a constant operand's MLTensor has been destroyed`);
     }
-    const graph = s.runtime.call('build', s.bid, ids);
+    // {graph: the graph's JSON text, passed on to the worker unread, constants: ids, inputs/outputs: descriptors}
+    const built = s.runtime.call('build', s.bid, ids);
     const constants = new Map();
     const constantTensors = {};
-    for (const o of graph.operands) {
-      if (o.kind !== 'constant') continue;
-      if (s.constants.has(o.id)) constants.set(o.id, s.constants.get(o.id));
-      else if (s.constantTensors.has(o.id)) constantTensors[o.id] = s.constantTensors.get(o.id).id;
+    for (const id of built.constants) {
+      if (s.constants.has(id)) constants.set(id, s.constants.get(id));
+      else if (s.constantTensors.has(id)) constantTensors[id] = s.constantTensors.get(id).id;
     }
     s.built = true;
     s.constants.clear();
     s.constantTensors.clear();
     unbuilt.unregister(this);
-    return s.core.buildGraph(graph, constants, constantTensors, where);
+    return s.core.buildGraph(built, constants, constantTensors, where);
   }
 }
 

@@ -13,10 +13,14 @@ export const isStrict = () => strict;
 /** The members that differ by mode, defined on (or removed from) the interface prototypes. */
 export function applyMode(classes, strictMode) {
   strict = !!strictMode;
-  const {MLContext, MLGraph} = classes;
+  const {MLContext, MLGraph, MLTensor} = classes;
   if (strict) {
     // the legacy compute() is a polyfill extension for old pages: neither the draft nor Chromium has it
     delete MLContext.prototype.compute;
+    // Chromium's WebGPU interop members (the MLTensor explainer); the draft has only createContext(GPUDevice)
+    delete MLContext.prototype.createExportableTensor;
+    delete MLContext.prototype.exportToGPU;
+    delete MLTensor.prototype.gpuDevice;
     return;
   }
   // Chromium has no MLContext.accelerated (the draft's [later ED] attribute)

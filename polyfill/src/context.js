@@ -10,6 +10,7 @@ import {destroyGraphState, makeGraph} from './graph.js';
 import {destroyTensorState, makeTensor} from './tensor.js';
 import {legacyCompute} from './compute.js';
 import {isStrict} from './compat.js';
+import {deviceLost, exportTensor, isGPUDevice, notAGPUDevice, rawWorker} from './webgpu.js';
 
 // opSupportLimits(): the draft (since webmachinelearning/webnn#910) and Chromium name the outputs of these
 // operators output0, output1, ...; the core describes them once, as `outputs`.
@@ -56,7 +57,7 @@ class ContextCore {
     const self = new WeakRef(this);
     this.onWorkerLost = (w, reason) => {
       const core = self.deref();
-      if (core && w === core.worker) core.markLost(`the WebNN worker was lost: ${reason}`);
+      if (core && w === rawWorker(core.worker)) core.markLost(`the WebNN worker was lost: ${reason}`);
     };
     runtime.lostListeners.add(this.onWorkerLost);
   }
@@ -180,20 +181,17 @@ class ContextCore {
     return makeTensor(this, tid, desc, flags);
   }
 
-  /** Compile a graph the page's builder host produced, with its constant bytes and constant tensors. */
-  async buildGraph(graph, constants, constantTensors, where) {
+  /** Compile a graph the page's builder host produced ({graph: JSON text, inputs, outputs: descriptors}), with
+   *  its constant bytes and constant tensors. */
+  async buildGraph(built, constants, constantTensors, where) {
     const gid = nextObjectId++;
     const ids = [...constants.keys()];
     const buffers = ids.map((i) => constants.get(i));
     await this.untilLost(this.worker.request('build', {
-      ctx: this.id, gid, graph: JSON.stringify(graph), constIds: JSON.stringify(ids), buffers,
+      ctx: this.id, gid, graph: built.graph, constIds: JSON.stringify(ids), buffers,
       constantTensors: JSON.stringify(constantTensors),
     }, [...new Set(buffers.map((b) => b.buffer))]), where);
-    const descs = (names) => Object.fromEntries(Object.entries(names).map(([name, id]) => {
-      const o = graph.operands.find((x) => x.id === id);
-      return [name, {dataType: o.dataType, shape: o.shape}];
-    }));
-    return makeGraph(this, gid, descs(graph.inputs), descs(graph.outputs));
+    return makeGraph(this, gid, built.inputs, built.outputs);
   }
 
   destroy() {
@@ -231,6 +229,11 @@ export class MLContext {
     for (const [name, t] of [...ins, ...outs]) {
       if (t.context !== this) throw new TypeError(`${where}: the tensor '${name}' belongs to another MLContext`);
       if (t.destroyed) throw new TypeError(`${where}: the tensor '${name}' has been destroyed`);
+      // Chromium: "Input tensor has been exported to WebGPU" (MLTensor explainer: rented until GPUBuffer.destroy())
+      if (t.rental) {
+        throw new TypeError(`${where}: the tensor '${name}' has been exported to WebGPU (destroy() its GPUBuffer to `
+          + 'give it back)');
+      }
     }
     const inIds = c.validateNamed(ins, g.inputs, `${where}: inputs`);
     const outIds = c.validateNamed(outs, g.outputs, `${where}: outputs`);
@@ -246,6 +249,33 @@ export class MLContext {
     if (c.lost) throw lostError(where);
     c.checkDescriptor(desc, where, 'input');
     return c.createTensor(desc, {readable: desc.readable, writable: desc.writable, constant: false}, null, where);
+  }
+
+  /** createExportableTensor(descriptor, device): a tensor exportToGPU() can rent to WebGPU on `device`.
+   *  Chromium's WebGPU interop (MLTensor explainer); not in the draft's IDL, so absent in strict mode. */
+  async createExportableTensor(descriptor, device) {
+    const where = 'MLContext.createExportableTensor';
+    const c = stateOf(contextState, this, where);
+    if (arguments.length < 2) throw new TypeError(`${where}: 2 arguments required, but only ${arguments.length} present`);
+    const desc = toTensorDescriptor(descriptor, `${where}: descriptor`);
+    if (!isGPUDevice(device)) throw notAGPUDevice(where, 2);
+    if (c.lost) throw lostError(where);
+    if (deviceLost(device)) throw new DOMException(`${where}: the GPUDevice was lost or destroyed`, 'InvalidStateError');
+    c.checkDescriptor(desc, where, 'input');
+    const flags = {readable: desc.readable, writable: desc.writable, constant: false, gpuDevice: device};
+    return c.createTensor(desc, flags, null, where);
+  }
+
+  /** exportToGPU(tensor): a GPUBuffer (STORAGE | COPY_SRC | COPY_DST) holding the tensor's bytes; the tensor is
+   *  rented to WebGPU until that buffer's destroy().  Chromium's WebGPU interop; absent in strict mode. */
+  async exportToGPU(tensor) {
+    const where = 'MLContext.exportToGPU';
+    const c = stateOf(contextState, this, where);
+    if (arguments.length < 1) throw new TypeError(`${where}: 1 argument required, but only 0 present`);
+    const t = c.tensorArg(tensor, `${where}: tensor`);
+    if (c.lost) throw lostError(where);
+    if (t.context !== this) throw new TypeError(`${where}: the tensor was not created by this context`);
+    return exportTensor(c, t, where);
   }
 
   /** createConstantTensor(descriptor, inputData).  https://www.w3.org/TR/webnn/#api-mlcontext-createconstanttensor */
@@ -273,6 +303,7 @@ export class MLContext {
     // WPT (read_after_destroy, destroyed context) expects InvalidStateError where the spec text says TypeError
     if (t.destroyed) throw new DOMException(`${where}: the tensor has been destroyed`, 'InvalidStateError');
     if (!t.readable) throw new TypeError(`${where}: the tensor was not created with readable: true`);
+    if (t.rental) throw new TypeError(`${where}: the tensor has been exported to WebGPU (destroy() its GPUBuffer first)`);
     // WPT ("read with larger array") accepts an outputData longer than the tensor
     // Chromium takes any view of the right byte length (onnxruntime-web reads float32 into an Int8Array)
     const viewRule = {allowLarger: true, anyView: !isStrict()};
@@ -307,6 +338,7 @@ export class MLContext {
     // WPT (write / destroy, destroyed context) expects InvalidStateError where the spec text says TypeError
     if (t.destroyed) throw new DOMException(`${where}: the tensor has been destroyed`, 'InvalidStateError');
     if (!t.writable) throw new TypeError(`${where}: the tensor was not created with writable: true`);
+    if (t.rental) throw new TypeError(`${where}: the tensor has been exported to WebGPU (destroy() its GPUBuffer first)`);
     const bytes = copyFor(inputData, t, `${where}: inputData`, {anyView: !isStrict()});
     c.worker.post('write', {ctx: c.id, tid: t.id, data: bytes}, [bytes.buffer]);
   }
@@ -339,7 +371,7 @@ export class MLContext {
 }
 defineInterface(MLContext, 'MLContext', {
   dispatch: 3, createTensor: 1, createConstantTensor: 2, readTensor: 1, writeTensor: 2, opSupportLimits: 0,
-  destroy: 0, compute: 3,
+  destroy: 0, compute: 3, createExportableTensor: 2, exportToGPU: 1,
 });
 
 /** A new MLContext on `worker` with the converted createContext() options. */

@@ -14,6 +14,7 @@ import {engineThread} from './spawn.js';
 import {preloadPyodideScripts} from './load-pyodide.js';
 import {applyMode} from './compat.js';
 import {routeGlobals} from './routing.js';
+import {webgpuStats} from './webgpu.js';
 
 const VERSION = '0.1.0';
 
@@ -66,6 +67,8 @@ function install() {
     config,
     /** Start loading Pyodide, NumPy and the core now, instead of at the first createContext(). */
     boot: () => runtime.boot().then(() => undefined),
+    /** WebGPU interop counters: exports, returns (GPUBuffer.destroy()), their bytes, the copies they made. */
+    webgpuStats,
     get bootTimings() { return {...runtime.timings}; },
     /** The worker's counters: live graphs and tensors, tensor bytes, native (C kernels loaded: 1/0), blas. */
     workerStats: async () => (await runtime.boot()).request('stats', {}),

@@ -4,15 +4,12 @@ import {makeContext} from './context.js';
 import {toDictionary, toEnum} from './idl.js';
 import {isStrict} from './compat.js';
 import {INTERNAL, defineInterface, illegal, stateOf} from './internal.js';
+import {isGPUDevice} from './webgpu.js';
 
 const POWER_PREFERENCES = ['default', 'high-performance', 'low-power'];
 // Earlier drafts had deviceType (and WPT still passes it); every device of the polyfill is the CPU, in a worker.
 const DEVICE_TYPES = ['cpu', 'gpu', 'npu'];
 const mlState = new WeakMap();
-
-function isGPUDevice(v) {
-  return typeof GPUDevice === 'function' && v instanceof GPUDevice;
-}
 
 export class ML {
   constructor(token, runtime) {
@@ -26,8 +23,11 @@ export class ML {
     const where = 'ML.createContext';
     const {runtime} = stateOf(mlState, this, where);
     if (isGPUDevice(options)) {
-      throw new DOMException(`${where}: WebGPU interop (a GPUDevice) is not supported by the polyfill, which runs `
-        + 'graphs on the CPU in a worker; call createContext() with MLContextOptions instead', 'NotSupportedError');
+      // Graphs still run in the polyfill's engine (the CPU, in a worker); the context remembers the device, and
+      // tensors reach it through createExportableTensor() / exportToGPU(), with copies (webgpu.js).
+      // A lost or destroyed device is accepted, as Chromium 153 does (its createExportableTensor() refuses it).
+      const worker = await runtime.boot();
+      return makeContext(runtime, worker, {powerPreference: 'default', accelerated: true, gpuDevice: options});
     }
     const o = toDictionary(options, `${where}: options`);
     const opts = {

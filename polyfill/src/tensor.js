@@ -22,6 +22,8 @@ defineGetters(MLTensor, tensorState, {
   readable: (s) => s.readable,
   writable: (s) => s.writable,
   constant: (s) => s.constant,
+  // Chromium's WebGPU interop: the device of createExportableTensor(), else null; absent in strict mode
+  gpuDevice: (s) => s.gpuDevice,
 });
 defineInterface(MLTensor, 'MLTensor', {destroy: 0});
 
@@ -34,12 +36,12 @@ export function destroyTensorState(s, message) {
   s.core.releaseTensor(s);
 }
 
-/** A new MLTensor for `core` with descriptor `desc` and flags {readable, writable, constant}. */
+/** A new MLTensor for `core` with descriptor `desc` and flags {readable, writable, constant, gpuDevice}. */
 export function makeTensor(core, id, desc, flags) {
   const state = {
     core, context: core.context, id, dataType: desc.dataType, shape: Object.freeze([...desc.shape]),
     readable: !!flags.readable, writable: !!flags.writable, constant: !!flags.constant,
-    destroyed: false, pending: new Set(),
+    destroyed: false, pending: new Set(), gpuDevice: flags.gpuDevice || null, rental: null,
   };
   const tensor = new MLTensor(INTERNAL, state);
   core.adoptTensor(tensor, state);

@@ -21,11 +21,13 @@ console.install()
 
 
 class BuilderHost:
-    """Holds the builders of one page; every method takes and returns JSON-able values."""
+    """Holds the builders of one page; every method takes and returns JSON-able values.
+
+    An operand crosses to JavaScript as its id in its builder's graph (`GraphBuilder.operand(id)` turns it back
+    into a handle): the graph is the one place that holds operands here."""
 
     def __init__(self) -> None:
         self.builders: dict[int, GraphBuilder] = {}
-        self.handles: dict[int, dict[int, BuilderOperand]] = {}
         self._next = 0
 
     def _builder(self, bid: int) -> GraphBuilder:
@@ -34,47 +36,52 @@ class BuilderHost:
             raise InvalidStateError("MLGraphBuilder: this builder has been released")
         return b
 
-    def _out(self, bid: int, h: BuilderOperand) -> dict[str, Any]:
-        self.handles[bid][h.id] = h
+    @staticmethod
+    def _out(h: BuilderOperand) -> dict[str, Any]:
         return {"id": h.id, **h.desc.to_json()}
 
     def new_builder(self) -> int:
         self._next += 1
         self.builders[self._next] = GraphBuilder()
-        self.handles[self._next] = {}
         return self._next
 
     def release(self, bid: int) -> None:
         self.builders.pop(bid, None)
-        self.handles.pop(bid, None)
 
     def input(self, bid: int, name: str, desc: dict[str, Any]) -> dict[str, Any]:
-        return self._out(bid, self._builder(bid).input(name, desc))
+        return self._out(self._builder(bid).input(name, desc))
 
     def constant(self, bid: int, desc: dict[str, Any]) -> dict[str, Any]:
-        return self._out(bid, self._builder(bid).constant(desc))
+        return self._out(self._builder(bid).constant(desc))
 
     def op(self, bid: int, name: str, args: dict[str, Any], label: str) -> list[dict[str, Any]]:
         args = {k: decode_numbers(v) for k, v in args.items()}
         b = self._builder(bid)
-        table = self.handles[bid]
         spec = OPS.get(name)
         resolved: dict[str, Any] = {}
         for key, v in args.items():
             if spec is not None and key in {p.name for p in spec.operand_params} and v is not None:
-                resolved[key] = [table[i] for i in v] if isinstance(v, list) else table[v]
+                resolved[key] = [b.operand(i) for i in v] if isinstance(v, list) else b.operand(v)
             else:
                 resolved[key] = v
         result = b.call(name, resolved, label)
         outs = result if isinstance(result, list) else [result]
-        return [self._out(bid, h) for h in outs]
+        return [self._out(h) for h in outs]
 
     def build(self, bid: int, outputs: dict[str, int]) -> dict[str, Any]:
+        """The built graph as the JSON text the page hands on to the worker unread, with what the page needs of
+        it: the ids of its constant operands (whose bytes the page holds) and its inputs' and outputs'
+        descriptors (MLGraph's)."""
         b = self._builder(bid)
-        table = self.handles[bid]
-        graph = b.build({name: table[i] for name, i in outputs.items()})
+        graph = b.build({name: b.operand(i) for name, i in outputs.items()})
         self.release(bid)
-        return graph.to_json()
+
+        def descs(names: dict[str, int]) -> dict[str, Any]:
+            return {name: graph.operands[i].desc.to_json() for name, i in names.items()}
+
+        return {"graph": dumps(graph.to_json()),
+                "constants": [o.id for o in graph.operands.values() if o.kind == "constant"],
+                "inputs": descs(graph.inputs), "outputs": descs(graph.outputs)}
 
     def op_table(self) -> list[dict[str, Any]]:
         return [spec.to_json() for spec in OPS.values()]

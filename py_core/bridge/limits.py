@@ -7,11 +7,10 @@ from typing import Any
 
 from py_core.spec import OPS
 from py_core.spec.table import OpSpec, operand_types
-from py_core.types import ALL_TYPES, MAX_TENSOR_BYTE_LENGTH, DataType
+from py_core.types import ALL_TYPES, MAX_RANK, MAX_TENSOR_BYTE_LENGTH, DataType
 
 # The spec lists data types in this order in its tables; keep it for stable output.
 _ORDER = [t.value for t in DataType]
-MAX_RANK = 8
 
 
 def _types(types: frozenset[DataType]) -> list[str]:

@@ -1,5 +1,9 @@
-"""The graph compiler run at build(): constant folding, no-op removal, post-op fusion, weight pre-packing and
+"""The graph compiler run at build(): constant folding, no-op removal, epilogue fusion, weight pre-packing and
 a memory plan, in that order.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-build
+
+Every pass decides from the traits registered with each operator's kernel (py_core/kernels/traits.py) and names
+no operator (tests/core/test_compiler_traits.py checks it); what a pass decided is recorded in the node's typed
+fields (ir.Node: kernel, variant, epilogue, fresh).
 
 `compile_graph(graph, constants, options)` returns the rewritten program and its memory plan; the executor
 (py_core.runtime.executor.prepare) runs it.  Every pass keeps results within the WPT tolerances of the
@@ -15,10 +19,10 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from py_core.compiler.fold import fold_constants
-from py_core.compiler.fuse import fuse_post_ops
+from py_core.compiler.fuse import fuse_epilogues
 from py_core.compiler.ir import Node, Program
 from py_core.compiler.memory import MemoryPlan, plan_memory
-from py_core.compiler.pack import pack_weights
+from py_core.compiler.pack import bind_epilogues, pack_weights
 from py_core.compiler.simplify import remove_noops
 from py_core.graph import Graph
 
@@ -62,9 +66,10 @@ def compile_graph(graph: Graph, constants: dict[int, np.ndarray],
         remove_noops(prog)
         remove_noops(prog)  # merged chains may have become no-ops
     if opts.fuse:
-        fuse_post_ops(prog)
+        fuse_epilogues(prog)
     if opts.pack:
         pack_weights(prog)
+    bind_epilogues(prog)  # fused nodes no packed kernel took
     plan = plan_memory(prog, in_place=opts.in_place)
     if plan.in_place:
         prog.note(f"memory: {plan.in_place} node(s) write into a dying input's buffer")

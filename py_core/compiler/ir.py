@@ -2,7 +2,9 @@
 
 A `Program` starts as a copy of a validated `Graph` (every node a spec operator, kernel None = the reference
 kernel from py_core.kernels) and the passes rewrite it: folded nodes disappear into constants, no-op nodes
-into renamed operands, fused and pre-packed nodes get a bound kernel of their own.
+into renamed operands, fused nodes carry their `epilogue`, pre-packed and in-place nodes get a bound kernel of
+their own (named by `variant`).  A node's `op` stays the operator it was built as: passes decide from its
+traits (py_core.kernels.traits), and record what they decided in these typed fields.
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ from typing import Any
 import numpy as np
 
 from py_core.graph import Graph, Operand, operand_ids
+from py_core.kernels.traits import Epilogue
 
 Ref = int | list[int] | None
 
 
 @dataclass
 class Node:
-    """One kernel call: an operator (or a compiler-made kernel), its operands by parameter name, options."""
+    """One kernel call: an operator, its operands by parameter name, options; what the passes bound to it."""
 
     op: str
     operands: dict[str, Ref]
@@ -29,6 +32,11 @@ class Node:
     label: str = ""
     # None: the reference kernel KERNELS[op] called with options; else called as kernel(**operands) only
     kernel: Callable[..., Any] | None = None
+    # which bound kernel runs (e.g. "im2col", "packed", "in-place", "fused"; "" for the reference kernel):
+    # for notes, profiles and tests, never for decisions
+    variant: str = ""
+    # element-wise operations fused after this node's result (fuse.py), run in place on it in order
+    epilogue: list[Epilogue] = field(default_factory=list)
     # the output is a new array that aliases none of the inputs (so a later node may write into it)
     fresh: bool = False
 

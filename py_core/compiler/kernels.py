@@ -1,141 +1,49 @@
-"""Kernels the compiler binds at build time: pre-packed convolutions and products with fused post-ops.
+"""Kernels the compiler binds at build time: pre-packed convolutions and products with fused epilogues.
 
 Float32 only (float16 graphs keep the reference kernels, which round once at the end).  Every kernel here
-returns a new array and applies its post-ops in place on it, so a fused chain allocates one output.
-Measured in Pyodide (NumPy 2.0.2, no BLAS), per element of a [1, 64, 112, 112] float32 tensor:
-`np.maximum(x, 0)` 7.5 ns, `np.where(x < 0, 0, x)` 2.8 ns, `np.copyto(y, 0, where=y < 0)` in place 2 ns;
-sigmoid as 1 / (1 + exp(-x)) in place 11 ns against 28 ns for the two-branch stable form.
+returns a new array and applies its epilogue (py_core.kernels.traits.Epilogue: the in-place versions registered
+with each fusable operator's kernel) in place on it, so a fused chain allocates one output.  Which operator packs
+into which class is each product's `pack` trait (py_core/kernels/convolution.py, matrix.py), which also hands the
+class the reference functions it falls back to (`conv2d_nhwc`, `matmul2d`): this module imports no operator
+family, so the families' pack functions can import it without an import cycle (tests/core/test_import_cycles.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 
 from py_core.kernels import native
-from py_core.kernels.convolution import conv2d_nhwc
-from py_core.kernels.matrix import matmul2d
+from py_core.kernels.traits import Epilogue, NativeAct
 from py_core.kernels.window import MAX_IM2COL_BYTES
 
 F32 = np.dtype(np.float32)
-PostOp = Callable[[np.ndarray], None]
+# The 2-D product every packed kernel falls back to: py_core.kernels.matrix.matmul2d, handed in by the pack trait
+Product = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
-# exp(-x) overflows float32 below this; sigmoid there is exp(x) to within rounding (1 + e^-x == e^-x)
-_SIGMOID_OVERFLOW = np.float32(-87.0)
-
-
-# ----------------------------------------------------------------------------------------- post-ops
+# ----------------------------------------------------------------------------------------- epilogues
 
 
-def _relu(y: np.ndarray) -> None:
-    # NaN < 0 is False: NaN stays NaN, as max(0, NaN) does
-    np.copyto(y, 0, where=y < 0)
+def native_epilogue(epilogue: Sequence[Epilogue]) -> tuple[NativeAct, int]:
+    """The C kernels' fused activation for an epilogue chain: ((act, lo, hi), epilogue steps consumed).
+
+    Only the first step can fuse (it must follow the bias add directly), and only if its operator registered a
+    `native_act`; the rest stay NumPy in-place steps on the result."""
+    if epilogue and epilogue[0].native is not None:
+        return epilogue[0].native, 1
+    return (native.ACT_NONE, 0.0, 0.0), 0
 
 
-def _clamp(lo: float, hi: float) -> PostOp:
-    lo32, hi32 = np.float32(lo), np.float32(hi)
-
-    def clamp(y: np.ndarray) -> None:
-        if lo32 > -np.inf:
-            np.copyto(y, lo32, where=y < lo32)
-        if hi32 < np.inf:
-            np.copyto(y, hi32, where=y > hi32)
-
-    return clamp
-
-
-def sigmoid_inplace(y: np.ndarray) -> None:
-    """y <- 1 / (1 + exp(-y)); the few inputs where exp(-y) overflows take exp(y) (= sigmoid there)."""
-    if native.available() and y.dtype == F32:
-        # SIMD exp, the subnormal tail included: 0.1 vs 1.2-3 ms on 65536 elements in Pyodide (3 ms when most
-        # inputs are below -87, as a segmentation mask's background is)
-        native.sigmoid_inplace(y)
-        return
-    tiny = y < _SIGMOID_OVERFLOW
-    small = np.exp(y[tiny]) if tiny.any() else None
-    with np.errstate(over="ignore"):
-        np.negative(y, out=y)
-        np.exp(y, out=y)
-        y += 1
-        np.reciprocal(y, out=y)
-    if small is not None:
-        y[tiny] = small
-
-
-def _hard_swish(y: np.ndarray) -> None:
-    # the reference's x * min(max(x + 3, 0), 6) / 6, same operations in the same order (same rounding)
-    t = y + np.float32(3)
-    np.copyto(t, 0, where=t < 0)
-    np.copyto(t, 6, where=t > 6)
-    np.multiply(y, t, out=y)
-    np.divide(y, np.float32(6), out=y)
-
-
-def _leaky_relu(alpha: float) -> PostOp:
-    def leaky(y: np.ndarray) -> None:
-        np.multiply(y, alpha, out=y, where=y < 0)
-
-    return leaky
-
-
-def _tanh(y: np.ndarray) -> None:
-    np.tanh(y, out=y)
-
-
-def _binary_const(fn: np.ufunc, c: np.ndarray) -> PostOp:
-    def post(y: np.ndarray) -> None:
-        fn(y, c, out=y)
-
-    return post
-
-
-def make_post_op(spec: tuple[Any, ...], constants: dict[int, np.ndarray]) -> PostOp:
-    """An in-place post-op from the fusion pass's spec: (name, *arguments)."""
-    name = spec[0]
-    if name in ("add", "sub", "mul", "div"):
-        fn = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[name]
-        return _binary_const(fn, constants[spec[1]])
-    if name == "relu":
-        return _relu
-    if name == "clamp":
-        return _clamp(spec[1], spec[2])
-    if name == "sigmoid":
-        return sigmoid_inplace
-    if name == "tanh":
-        return _tanh
-    if name == "hardSwish":
-        return _hard_swish
-    if name == "leakyRelu":
-        return _leaky_relu(spec[1])
-    raise ValueError(f"unknown post-op {name}")
-
-
-def native_epilogue(specs: Sequence[tuple[Any, ...]]) -> tuple[int, float, float, int]:
-    """The C kernels' fused activation for a chain of post-op specs: (act, lo, hi, specs consumed).
-
-    Only the first spec can fuse (it must follow the bias add directly): relu and clamp as a clamp,
-    hardSwish as itself; the rest stay NumPy post-ops on the result."""
-    if specs:
-        name = specs[0][0]
-        if name == "relu":
-            return native.ACT_CLAMP, 0.0, float("inf"), 1
-        if name == "clamp":
-            return native.ACT_CLAMP, float(specs[0][1]), float(specs[0][2]), 1
-        if name == "hardSwish":
-            return native.ACT_HARD_SWISH, 0.0, 0.0, 1
-    return native.ACT_NONE, 0.0, 0.0, 0
-
-
-def with_post_ops(kernel: Callable[..., np.ndarray], posts: Sequence[PostOp]) -> Callable[..., np.ndarray]:
-    """Wrap a kernel whose result is a new float32 array: post-ops run on it in place, in order."""
-    if not posts:
+def with_epilogue(kernel: Callable[..., np.ndarray], epilogue: Sequence[Epilogue]) -> Callable[..., np.ndarray]:
+    """Wrap a kernel whose result is a new float32 array: the epilogue runs on it in place, in order."""
+    if not epilogue:
         return kernel
+    steps = [e.apply for e in epilogue]
 
     def fused(**operands: np.ndarray) -> np.ndarray:
         y = kernel(**operands)
-        for p in posts:
+        for p in steps:
             p(y)
         return y
 
@@ -172,7 +80,7 @@ def _pad_nhwc(x: np.ndarray, padding: Sequence[int]) -> np.ndarray:
 
 
 class PackedConv2d:
-    """conv2d with a constant filter re-laid out once for the kernel that runs it, bias and post-ops fused.
+    """conv2d with a constant filter re-laid out once for the kernel that runs it, bias and epilogue fused.
 
     modes (chosen from the shape): "gemm1x1" (a 1x1, stride 1, unpadded conv is one matrix product in either
     layout), "im2col" (groups 1: shifted slices side by side, one product), "depthwise" (one input channel
@@ -181,12 +89,16 @@ class PackedConv2d:
 
     def __init__(self, filter_hwio: np.ndarray, bias: np.ndarray | None, *, padding: Sequence[int],
                  strides: Sequence[int], dilations: Sequence[int], groups: int, layout: str,
-                 in_shape: Sequence[int], out_shape: Sequence[int], posts: Sequence[PostOp],
-                 post_specs: Sequence[tuple[Any, ...]] = ()):
+                 in_shape: Sequence[int], out_shape: Sequence[int], epilogue: Sequence[Epilogue] = (),
+                 reference: Callable[..., np.ndarray], product: Product):
+        # reference: py_core.kernels.convolution.conv2d_nhwc, product: matmul2d (handed in by the pack trait)
+        self.conv2d_nhwc, self.matmul2d = reference, product
         kh, kw, cg, o = filter_hwio.shape
         self.kh, self.kw, self.o = kh, kw, o
         self.padding, self.strides, self.dilations = tuple(padding), tuple(strides), tuple(dilations)
-        self.layout, self.out_shape, self.posts = layout, tuple(out_shape), list(posts)
+        self.layout, self.out_shape = layout, tuple(out_shape)
+        self.epilogue = tuple(epilogue)
+        self.posts = [e.apply for e in self.epilogue]
         self.groups = groups
         w = filter_hwio.astype(F32)
         # the NumPy paths below copy the input into a padded buffer: fine for the padding real models use, but
@@ -217,11 +129,11 @@ class PackedConv2d:
         else:
             b = bias.astype(F32)
             self.bias = b if layout == "nhwc" else np.ascontiguousarray(b.reshape(o, 1, 1))
-        # for the C kernels (py_core.kernels.native): bias as a vector, the first post-op fused, depthwise taps
+        # for the C kernels (py_core.kernels.native): bias as a vector, the first epilogue step fused, depthwise taps
         # of a channels-first graph as [C, KH, KW]
         self.bias_vec = None if bias is None else np.ascontiguousarray(bias.astype(F32).reshape(o))
-        act, lo, hi, used = native_epilogue(post_specs)
-        self.native_act, self.native_posts = (act, lo, hi), self.posts[used:]
+        self.native_act, used = native_epilogue(self.epilogue)
+        self.native_posts = self.posts[used:]
         self.taps_chw = (np.ascontiguousarray(self.w.transpose(2, 0, 1))
                          if self.mode == "depthwise" and layout == "nchw" else None)
         # The one range check of the C kernels' geometry (int64 coordinates far from overflow), made here where
@@ -239,7 +151,7 @@ class PackedConv2d:
         return padded <= 2 * (h * w + oh * ow * self.kh * self.kw) + 4096
 
     def _reference(self, x: np.ndarray) -> np.ndarray:
-        """The bounded reference convolution (py_core.kernels.convolution), bias and post-ops on its result."""
+        """The bounded reference convolution (py_core.kernels.convolution), bias and epilogue on its result."""
         nhwc = self.layout == "nhwc"
         out_hw = self.out_shape[1:3] if nhwc else self.out_shape[2:4]
         # the packed weights seen as [KH, KW, C/groups, O] again (a view: weights stay held once)
@@ -249,7 +161,7 @@ class PackedConv2d:
             hwio = self.w.reshape(self.kh, self.kw, -1, self.o)
         else:
             hwio = self.w.reshape(self.o, -1, self.kh, self.kw).transpose(2, 3, 1, 0)
-        y = conv2d_nhwc(x if nhwc else x.transpose(0, 2, 3, 1), hwio, padding=self.padding,
+        y = self.conv2d_nhwc(x if nhwc else x.transpose(0, 2, 3, 1), hwio, padding=self.padding,
                         strides=self.strides, dilations=self.dilations, groups=self.groups, out_hw=out_hw, wide=F32)
         if not nhwc:
             y = np.ascontiguousarray(y.transpose(0, 3, 1, 2))
@@ -315,7 +227,7 @@ class PackedConv2d:
                 else:
                     np.multiply(view, self.w_planes[i, j], out=tmp)
                     np.add(wide, tmp, out=wide)
-        # the copy that drops the extra columns; bias and post-ops follow on it in __call__
+        # the copy that drops the extra columns; bias and epilogue follow on it in __call__
         return np.ascontiguousarray(wide.reshape(n, c, oh, wp)[:, :, :, :ow])
 
     def _native(self, x: np.ndarray) -> np.ndarray:
@@ -360,13 +272,13 @@ class PackedConv2d:
             n, o, oh, ow = self.out_shape
         if self.mode == "gemm1x1":
             if nhwc:
-                y = matmul2d(x.reshape(-1, x.shape[-1]), self.w).reshape(self.out_shape)
+                y = self.matmul2d(x.reshape(-1, x.shape[-1]), self.w).reshape(self.out_shape)
             elif n == 1:
-                y = matmul2d(self.w, x.reshape(x.shape[1], -1)).reshape(self.out_shape)
+                y = self.matmul2d(self.w, x.reshape(x.shape[1], -1)).reshape(self.out_shape)
             else:
                 y = np.empty(self.out_shape, F32)
                 for b in range(n):
-                    y[b] = matmul2d(self.w, x[b].reshape(x.shape[1], -1)).reshape(o, oh, ow)
+                    y[b] = self.matmul2d(self.w, x[b].reshape(x.shape[1], -1)).reshape(o, oh, ow)
         elif self.mode == "im2col":
             xp = _pad(x, self.layout, self.padding)
             taps = self._taps(xp, oh, ow)
@@ -379,13 +291,13 @@ class PackedConv2d:
                 for t, (_, _, view) in enumerate(taps):
                     for ch in range(c):
                         cols_t[t, ch] = view[..., ch]
-                y = matmul2d(cols_t.reshape(k * c, n * oh * ow).T, self.w).reshape(self.out_shape)
+                y = self.matmul2d(cols_t.reshape(k * c, n * oh * ow).T, self.w).reshape(self.out_shape)
             elif nhwc:
                 c = x.shape[3]
                 cols = np.empty((n, oh, ow, k, c), F32)
                 for t, (_, _, view) in enumerate(taps):
                     cols[:, :, :, t, :] = view
-                y = matmul2d(cols.reshape(n * oh * ow, k * c), self.w).reshape(self.out_shape)
+                y = self.matmul2d(cols.reshape(n * oh * ow, k * c), self.w).reshape(self.out_shape)
             else:
                 c = x.shape[1]
                 y = np.empty(self.out_shape, F32)
@@ -393,7 +305,7 @@ class PackedConv2d:
                 for b in range(n):
                     for t, (_, _, view) in enumerate(taps):
                         cols[:, t] = view[b]
-                    y[b] = matmul2d(self.w, cols.reshape(c * k, oh * ow)).reshape(o, oh, ow)
+                    y[b] = self.matmul2d(self.w, cols.reshape(c * k, oh * ow)).reshape(o, oh, ow)
         elif not nhwc and self.strides == (1, 1) and o < 64:
             # measured in Pyodide: planes win with few channels on large maps (9.6 vs 16.8 ms at 112x112x32),
             # the channels-last rows win from 144 channels on (14.2 vs 16.7 ms at 56x56x144)
@@ -419,7 +331,7 @@ class PackedConv2d:
                         np.multiply(view, self.w[i, j], out=tmp)
                         np.add(y, tmp, out=y)
             if not nhwc:
-                # bias and post-ops on the channels-last accumulator, then one transposing copy
+                # bias and epilogue on the channels-last accumulator, then one transposing copy
                 if self.bias is not None:
                     np.add(y, self.bias.reshape(o), out=y)
                 for p in self.posts:
@@ -434,26 +346,27 @@ class PackedConv2d:
 
 class PackedMatmul:
     """matmul / gemm with a constant 2-D right-hand side stored as the [K, N] the product wants; alpha,
-    beta * C and post-ops applied in place."""
+    beta * C and epilogue applied in place."""
 
-    def __init__(self, b: np.ndarray, *, a_transpose: bool = False, alpha: float = 1.0,
-                 c: np.ndarray | None = None, posts: Sequence[PostOp] = (), out_shape: Sequence[int] = (),
-                 post_specs: Sequence[tuple[Any, ...]] = ()):
+    def __init__(self, b: np.ndarray, *, product: Product, a_transpose: bool = False, alpha: float = 1.0,
+                 c: np.ndarray | None = None, epilogue: Sequence[Epilogue] = (), out_shape: Sequence[int] = ()):
+        self.matmul2d = product  # py_core.kernels.matrix.matmul2d, handed in by the pack trait
         self.b = np.ascontiguousarray(b.astype(F32))
         self.a_transpose, self.alpha = a_transpose, np.float32(alpha)
         self.c = None if c is None else c.astype(F32)
-        self.posts, self.out_shape = list(posts), tuple(out_shape)
+        self.epilogue, self.out_shape = tuple(epilogue), tuple(out_shape)
+        self.posts = [e.apply for e in self.epilogue]
         # the C product takes C as a bias when it is one row (or a scalar) added after an unscaled product;
-        # the first post-op fuses only right after that add (or right after the product, without C)
+        # the first epilogue step fuses only right after that add (or right after the product, without C)
         n = self.b.shape[1]
         self.bias_vec: np.ndarray | None = None
         one_row = self.c is None or self.c.size == 1 or (self.c.ndim >= 1 and self.c.shape[-1] == self.c.size == n)
         fusable = self.alpha == 1 and one_row
         if self.c is not None and fusable:
             self.bias_vec = np.ascontiguousarray(np.broadcast_to(self.c.reshape(-1), (n,)), dtype=F32)
-        act, lo, hi, used = native_epilogue(post_specs) if fusable else (native.ACT_NONE, 0.0, 0.0, 0)
+        self.native_act, used = native_epilogue(self.epilogue) if fusable else ((native.ACT_NONE, 0.0, 0.0), 0)
         self.native_fused = fusable
-        self.native_act, self.native_posts = (act, lo, hi), self.posts[used:]
+        self.native_posts = self.posts[used:]
 
     def __call__(self, a: np.ndarray) -> np.ndarray:
         x = a if a.dtype == F32 else a.astype(F32)
@@ -466,7 +379,7 @@ class PackedMatmul:
                              hi=hi).reshape(self.out_shape)
             fused, posts = self.native_fused, self.native_posts
         else:
-            y = matmul2d(x.reshape(-1, x.shape[-1]), self.b).reshape(self.out_shape)
+            y = self.matmul2d(x.reshape(-1, x.shape[-1]), self.b).reshape(self.out_shape)
             fused, posts = False, self.posts
         if not fused:  # alpha and C after the product
             if self.alpha != 1:

@@ -1,9 +1,10 @@
 """Memory plan: every value is released right after its last reader, and a float32 element-wise node whose
-input dies at that node writes its result into that input's buffer (`out=`) instead of a new array.
+input dies at that node writes its result into that input's buffer (`out=`) instead of a new array: operators
+with an `in_place` trait (unary) or a `ufunc` trait (binary).
 
-Ownership rules for writing in place: the buffer must come from a node that returns new arrays (`fresh`),
-and no other live value may share it (views made by reshape, slice, ... are tracked as aliases); graph
-inputs, constants and graph outputs are never written.
+Ownership rules for writing in place: the buffer must come from a node that returns new arrays (`fresh`, or
+the operator's `fresh` trait), and no other live value may share it (views made by reshape, slice, ... are
+tracked as aliases); graph inputs, constants and graph outputs are never written.
 """
 
 from __future__ import annotations
@@ -14,19 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from py_core.compiler.ir import Node, Program
-from py_core.compiler.kernels import make_post_op
-
-# Reference kernels that return a new array (never a view of an input) for float32 operands.
-FRESH_OPS = frozenset({
-    "add", "sub", "mul", "div", "max", "min", "pow", "relu", "sigmoid", "tanh", "clamp", "hardSwish",
-    "leakyRelu", "elu", "softplus", "softsign", "hardSigmoid", "gelu", "prelu", "softmax", "linear",
-    "conv2d", "convTranspose2d", "gemm", "matmul", "averagePool2d", "maxPool2d", "l2Pool2d", "concat",
-    "exp", "log", "sqrt", "abs", "neg", "batchNormalization", "layerNormalization", "instanceNormalization",
-})
-_BINARY_UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-                  "max": np.maximum, "min": np.minimum}
-_UNARY_POST = {"relu", "sigmoid", "tanh", "clamp", "hardSwish", "leakyRelu"}
+from py_core.compiler.ir import Program
+from py_core.kernels import traits
+from py_core.kernels.traits import InPlace
 
 
 @dataclass
@@ -46,18 +37,9 @@ def _inplace_binary(fn: np.ufunc, target: str) -> Callable[..., np.ndarray]:
     return kernel
 
 
-def _inplace_unary(node: Node) -> Callable[..., np.ndarray]:
-    o = node.options
-    if node.op == "clamp":
-        spec: tuple[Any, ...] = ("clamp", float(o["minValue"]), float(o["maxValue"]))
-    elif node.op == "leakyRelu":
-        spec = ("leakyRelu", float(o["alpha"]))
-    else:
-        spec = (node.op,)
-    post = make_post_op(spec, {})
-
+def _inplace_unary(apply: InPlace) -> Callable[..., np.ndarray]:
     def kernel(input: np.ndarray) -> np.ndarray:
-        post(input)
+        apply(input)
         return input
 
     return kernel
@@ -76,7 +58,7 @@ def plan_memory(prog: Program, in_place: bool = True) -> MemoryPlan:
 
     fresh: set[int] = set()
     for node in prog.nodes:
-        is_fresh = node.fresh or (node.kernel is None and node.op in FRESH_OPS)
+        is_fresh = node.fresh or (node.kernel is None and traits(node.op).fresh)
         for o in node.outputs:
             if is_fresh:
                 fresh.add(o)
@@ -120,18 +102,19 @@ def plan_memory(prog: Program, in_place: bool = True) -> MemoryPlan:
             return (r not in group_pinned and group_last.get(r) == s and prog.shape(i) == prog.shape(out)
                     and prog.dtype(i) == np.float32)
 
-        if node.op in _BINARY_UFUNCS:
+        t = traits(node.op)
+        if t.ufunc is not None:
             a, b = node.operands["a"], node.operands["b"]
             target = "a" if writable(a) else "b" if writable(b) and a != b else None
             if target is None or prog.dtype(a) != prog.dtype(b):
                 continue
-            node.kernel = _inplace_binary(_BINARY_UFUNCS[node.op], target)
+            node.kernel = _inplace_binary(t.ufunc, target)
             node.operands = {"a": a, "b": b}
-        elif node.op in _UNARY_POST and writable(node.operands.get("input")):
-            node.kernel = _inplace_unary(node)
+        elif t.in_place is not None and writable(node.operands.get("input")):
+            node.kernel = _inplace_unary(t.in_place(node.options))
         else:
             continue
-        node.op = f"{node.op}[in-place]"
+        node.variant = "in-place"
         node.options = {}
         # the input dies here with every alias of it, so the output owns the buffer alone: fresh, ungrouped
         node.fresh = True

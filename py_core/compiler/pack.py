@@ -1,7 +1,8 @@
-"""Pre-packing: conv2d, gemm and matmul with constant weights get a kernel holding the weights in the layout
-it reads (conv filters as the GEMM matrix of their layout or as depthwise taps; gemm/matmul right-hand sides
-as a contiguous [K, N]); fused post-ops from the fusion pass are bound into it.  The original weight
-constants are dropped when nothing else reads them, so weights are held once.
+"""Pre-packing: a float32 node whose operator has a `pack` trait (conv2d, gemm, matmul) and constant weights gets
+the kernel that trait builds, holding the weights in the layout it reads (conv filters as the GEMM matrix of
+their layout or as depthwise taps; gemm/matmul right-hand sides as a contiguous [K, N]), with the node's
+epilogue bound into it.  The original weight constants are dropped when nothing else reads them, so weights are
+held once.  `bind_epilogues` then wraps the reference kernel of any node whose epilogue no packed kernel took.
 """
 
 from __future__ import annotations
@@ -11,89 +12,60 @@ from typing import Any
 import numpy as np
 
 from py_core.compiler.ir import Node, Program
-from py_core.compiler.kernels import PackedConv2d, PackedMatmul, make_post_op, with_post_ops
-from py_core.kernels import KERNELS
-from py_core.kernels.convolution import _CONV2D_TO_HWIO
+from py_core.compiler.kernels import with_epilogue
+from py_core.kernels import KERNELS, traits
+from py_core.kernels.traits import PackSite, Shape
 
 
-def _const(prog: Program, ref: Any) -> np.ndarray | None:
-    return prog.constants.get(ref) if isinstance(ref, int) else None
-
-
-def _pack_conv2d(prog: Program, node: Node, posts: list[Any], specs: list[Any]) -> bool:
-    o = node.options
-    w = _const(prog, node.operands["filter"])
-    bias_ref = node.operands.get("bias")
-    bias = _const(prog, bias_ref)
-    if w is None or (bias_ref is not None and bias is None):
-        return False
-    hwio = w.transpose(_CONV2D_TO_HWIO[o["filterLayout"]])
-    kh, kw, cg, out_c = hwio.shape
-    groups = o["groups"]
-    if groups != 1 and not (cg == 1 and out_c == groups):  # grouped but not depthwise: reference kernel
-        return False
-    packed = PackedConv2d(hwio, bias, padding=o["padding"], strides=o["strides"], dilations=o["dilations"],
-                          groups=groups, layout=o["inputLayout"], in_shape=prog.shape(node.operands["input"]),
-                          out_shape=prog.shape(node.outputs[0]),
-                          posts=posts, post_specs=specs)
-    node.kernel, node.operands, node.options = packed, {"input": node.operands["input"]}, {}
-    node.op = f"conv2d[{packed.mode}]"
-    return True
-
-
-def _pack_matmul(prog: Program, node: Node, posts: list[Any], specs: list[Any]) -> bool:
-    b = _const(prog, node.operands["b"])
-    if b is None or b.ndim != 2:
-        return False
-    o = node.options
-    if node.op == "gemm":
-        c_ref = node.operands.get("c")
-        c = _const(prog, c_ref)
-        if c_ref is not None and c is None:
-            return False
-        if o["bTranspose"]:
-            b = b.T
-        # the spec casts alpha and beta to the operand type first; float32 here
-        beta = np.float32(o["beta"])
-        scaled_c = None if c is None else beta * c.astype(np.float32)
-        packed = PackedMatmul(b, a_transpose=o["aTranspose"], alpha=float(np.float32(o["alpha"])), c=scaled_c,
-                              posts=posts, out_shape=prog.shape(node.outputs[0]), post_specs=specs)
-    else:
-        packed = PackedMatmul(b, posts=posts, out_shape=prog.shape(node.outputs[0]), post_specs=specs)
-    node.kernel, node.operands, node.options = packed, {"a": node.operands["a"]}, {}
-    node.op = f"{node.op}[packed]"
-    return True
+def _site(prog: Program, node: Node) -> PackSite:
+    constants: dict[str, np.ndarray | None] = {}
+    shapes: dict[str, Shape] = {}
+    for name, ref in node.operands.items():
+        if isinstance(ref, int):
+            constants[name] = prog.constants.get(ref)
+            shapes[name] = prog.shape(ref)
+    return PackSite(constants, shapes, prog.shape(node.outputs[0]), node.options, tuple(node.epilogue))
 
 
 def pack_weights(prog: Program) -> None:
-    """Bind packed kernels to float32 conv2d/gemm/matmul nodes; wrap other fused nodes' reference kernels."""
-    packed = wrapped = 0
+    """Bind packed kernels to float32 nodes whose operator can pack its constant weights."""
+    packed = 0
     for node in prog.nodes:
-        if node.kernel is not None or node.op not in ("conv2d", "gemm", "matmul"):
+        pack = traits(node.op).pack
+        if pack is None or node.kernel is not None or prog.dtype(node.outputs[0]) != np.float32:
             continue
-        if prog.dtype(node.outputs[0]) != np.float32:
+        bound = pack(_site(prog, node))
+        if bound is None:
             continue
-        specs = node.options.get("_post", [])
-        posts = [make_post_op(s, prog.constants) for s in specs]
-        pack = _pack_conv2d if node.op == "conv2d" else _pack_matmul
-        ok = pack(prog, node, posts, specs)
-        if ok:
-            packed += 1
-        elif specs:
-            ref = KERNELS[node.op]
-            options = {k: v for k, v in node.options.items() if k != "_post"}
-
-            def call(_ref: Any = ref, _options: dict[str, Any] = options, **operands: Any) -> Any:
-                return _ref(**operands, **_options)
-
-            node.kernel, node.options = with_post_ops(call, posts), {}
-            node.op = f"{node.op}[fused]"
-            wrapped += 1
-        else:
-            continue
+        node.kernel, node.variant, node.options = bound.kernel, bound.variant, {}
+        node.operands = {name: node.operands[name] for name in bound.operands}
+        node.epilogue = []  # inside the packed kernel now
         node.fresh = True
+        packed += 1
     # weights now live inside the kernels: drop constants no node reads any more
     read = {i for n in prog.nodes for i in n.input_ids()} | set(prog.outputs.values())
     prog.constants = {i: c for i, c in prog.constants.items() if i in read}
-    if packed or wrapped:
-        prog.note(f"pack: {packed} node(s) with pre-packed weights, {wrapped} fused on a reference kernel")
+    if packed:
+        prog.note(f"pack: {packed} node(s) with pre-packed weights")
+
+
+def bind_epilogues(prog: Program) -> None:
+    """A node still carrying an epilogue (no packed kernel took it) runs its reference kernel, then the epilogue
+    in place on the result (the reference kernels of epilogue hosts return new arrays)."""
+    wrapped = 0
+    for node in prog.nodes:
+        if not node.epilogue:
+            continue
+        ref = KERNELS[node.op] if node.kernel is None else node.kernel
+        options = dict(node.options)
+
+        def call(_ref: Any = ref, _options: dict[str, Any] = options, **operands: Any) -> Any:
+            return _ref(**operands, **_options)
+
+        node.kernel, node.options = with_epilogue(call, node.epilogue), {}
+        node.variant = f"{node.variant}+fused" if node.variant else "fused"
+        node.epilogue = []
+        node.fresh = True
+        wrapped += 1
+    if wrapped:
+        prog.note(f"fuse: {wrapped} fused node(s) on a reference kernel")

@@ -1,6 +1,11 @@
 """Activation kernels (NumPy).  https://www.w3.org/TR/webnn/#api-mlgraphbuilder
 
-Every kernel computes float16 in float32 and rounds once; integer kernels stay in their own type.
+Every kernel computes float16 in float32 and rounds once; integer kernels stay in their own type.  The in-place
+versions (`*_inplace`, float32 only) are what the compiler runs when it fuses an activation into a product or
+writes it into a dying input's buffer (see TRAITS at the end).  Measured in Pyodide (NumPy 2.0.2), per element
+of a [1, 64, 112, 112] float32 tensor: `np.maximum(x, 0)` 7.5 ns, `np.where(x < 0, 0, x)` 2.8 ns,
+`np.copyto(y, 0, where=y < 0)` in place 2 ns; sigmoid as 1 / (1 + exp(-x)) in place 11 ns against 28 ns for the
+two-branch stable form.
 """
 
 from __future__ import annotations
@@ -12,8 +17,11 @@ import numpy as np
 
 from py_core.kernels import native
 from py_core.kernels.common import NumpyFn, unary, wide_type
+from py_core.kernels.traits import InPlace, KernelTraits, Options, unary_in_place
 
 F32 = np.dtype(np.float32)
+# exp(-x) overflows float32 below this; sigmoid there is exp(x) to within rounding (1 + e^-x == e^-x)
+_SIGMOID_OVERFLOW = np.float32(-87.0)
 
 
 def with_options(fn: NumpyFn) -> Callable[..., np.ndarray]:
@@ -123,6 +131,66 @@ def softmax(input: np.ndarray, axis: int) -> np.ndarray:
     return (e / np.sum(e, axis=axis, keepdims=True)).astype(input.dtype, copy=False)
 
 
+# ------------------------------------------------------------------- in-place versions (float32, y <- op(y))
+
+
+def relu_inplace(y: np.ndarray) -> None:
+    # NaN < 0 is False: NaN stays NaN, as max(0, NaN) does
+    np.copyto(y, 0, where=y < 0)
+
+
+def clamp_inplace(options: Options) -> InPlace:
+    lo32, hi32 = np.float32(options["minValue"]), np.float32(options["maxValue"])
+
+    def clamp(y: np.ndarray) -> None:
+        if lo32 > -np.inf:
+            np.copyto(y, lo32, where=y < lo32)
+        if hi32 < np.inf:
+            np.copyto(y, hi32, where=y > hi32)
+
+    return clamp
+
+
+def sigmoid_inplace(y: np.ndarray) -> None:
+    """y <- 1 / (1 + exp(-y)); the few inputs where exp(-y) overflows take exp(y) (= sigmoid there)."""
+    if native.available() and y.dtype == F32:
+        # SIMD exp, the subnormal tail included: 0.1 vs 1.2-3 ms on 65536 elements in Pyodide (3 ms when most
+        # inputs are below -87, as a segmentation mask's background is)
+        native.sigmoid_inplace(y)
+        return
+    tiny = y < _SIGMOID_OVERFLOW
+    small = np.exp(y[tiny]) if tiny.any() else None
+    with np.errstate(over="ignore"):
+        np.negative(y, out=y)
+        np.exp(y, out=y)
+        y += 1
+        np.reciprocal(y, out=y)
+    if small is not None:
+        y[tiny] = small
+
+
+def hard_swish_inplace(y: np.ndarray) -> None:
+    # the reference's x * min(max(x + 3, 0), 6) / 6, same operations in the same order (same rounding)
+    t = y + np.float32(3)
+    np.copyto(t, 0, where=t < 0)
+    np.copyto(t, 6, where=t > 6)
+    np.multiply(y, t, out=y)
+    np.divide(y, np.float32(6), out=y)
+
+
+def leaky_relu_inplace(options: Options) -> InPlace:
+    alpha = float(options["alpha"])
+
+    def leaky(y: np.ndarray) -> None:
+        np.multiply(y, alpha, out=y, where=y < 0)
+
+    return leaky
+
+
+def tanh_inplace(y: np.ndarray) -> None:
+    np.tanh(y, out=y)
+
+
 KERNELS: dict[str, Callable[..., object]] = {
     "relu": relu,
     "sigmoid": unary(_sigmoid),
@@ -138,4 +206,20 @@ KERNELS: dict[str, Callable[..., object]] = {
     "clamp": clamp,
     "prelu": prelu,
     "softmax": softmax,
+}
+
+# relu, clamp and hardSwish also exist as the C kernels' fused store (relu as a clamp to [0, inf))
+_INF = float("inf")
+TRAITS: dict[str, KernelTraits] = {
+    "relu": KernelTraits(fresh=True, in_place=unary_in_place(relu_inplace), epilogue=True,
+                         native_act=lambda o: (native.ACT_CLAMP, 0.0, _INF)),
+    "clamp": KernelTraits(fresh=True, in_place=clamp_inplace, epilogue=True,
+                          native_act=lambda o: (native.ACT_CLAMP, float(o["minValue"]), float(o["maxValue"]))),
+    "hardSwish": KernelTraits(fresh=True, in_place=unary_in_place(hard_swish_inplace), epilogue=True,
+                              native_act=lambda o: (native.ACT_HARD_SWISH, 0.0, 0.0)),
+    "sigmoid": KernelTraits(fresh=True, in_place=unary_in_place(sigmoid_inplace), epilogue=True),
+    "tanh": KernelTraits(fresh=True, in_place=unary_in_place(tanh_inplace), epilogue=True),
+    "leakyRelu": KernelTraits(fresh=True, in_place=leaky_relu_inplace, epilogue=True),
+    **{op: KernelTraits(fresh=True)
+       for op in ("elu", "softplus", "softsign", "hardSigmoid", "gelu", "prelu", "softmax", "linear")},
 }

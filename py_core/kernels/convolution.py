@@ -4,13 +4,15 @@ https://www.w3.org/TR/webnn/#api-mlgraphbuilder-conv2d"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 from py_core.errors import OperationError
 from py_core.kernels.common import wide_type
 from py_core.kernels.matrix import matmul2d
+from py_core.kernels.traits import KernelTraits, Options, Packed, PackSite, Shape
 from py_core.kernels.window import out_size, spans, tiles
 
 # Filter transposes to one internal layout per operator.
@@ -161,4 +163,44 @@ def conv_transpose2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | N
 KERNELS: dict[str, Callable[..., object]] = {
     "conv2d": conv2d,
     "convTranspose2d": conv_transpose2d,
+}
+
+
+def _channels(shape: Shape, layout: str) -> int:
+    return shape[1] if layout == "nchw" else shape[3]
+
+
+def _conv2d_flops(shapes: Mapping[str, Shape], out: Shape, o: Options) -> float:
+    # every output element takes KH*KW*C/groups products: the filter's element count over the output channels
+    return 2.0 * math.prod(out) * math.prod(shapes["filter"]) / _channels(out, o["inputLayout"])
+
+
+def _conv_transpose2d_flops(shapes: Mapping[str, Shape], out: Shape, o: Options) -> float:
+    # every input element scatters KH*KW*O/groups products
+    x = shapes["input"]
+    return 2.0 * math.prod(x) * math.prod(shapes["filter"]) / _channels(x, o["inputLayout"])
+
+
+def _pack_conv2d(site: PackSite) -> Packed | None:
+    """conv2d with a constant filter (and bias, if any): PackedConv2d, unless grouped but not depthwise."""
+    from py_core.compiler.kernels import PackedConv2d  # the compiler's plumbing (it imports no family module)
+
+    o, w = site.options, site.constants["filter"]
+    bias = site.constants.get("bias")
+    if w is None or ("bias" in site.constants and bias is None):
+        return None
+    hwio = w.transpose(_CONV2D_TO_HWIO[o["filterLayout"]])
+    _, _, cg, out_c = hwio.shape
+    groups = o["groups"]
+    if groups != 1 and not (cg == 1 and out_c == groups):  # grouped but not depthwise: reference kernel
+        return None
+    packed = PackedConv2d(hwio, bias, padding=o["padding"], strides=o["strides"], dilations=o["dilations"],
+                          groups=groups, layout=o["inputLayout"], in_shape=site.shapes["input"],
+                          out_shape=site.out_shape, epilogue=site.epilogue, reference=conv2d_nhwc, product=matmul2d)
+    return Packed(packed, ("input",), packed.mode)
+
+
+TRAITS: dict[str, KernelTraits] = {
+    "conv2d": KernelTraits(fresh=True, epilogue_host=True, pack=_pack_conv2d, flops=_conv2d_flops),
+    "convTranspose2d": KernelTraits(fresh=True, flops=_conv_transpose2d_flops),
 }

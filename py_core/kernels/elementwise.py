@@ -18,6 +18,7 @@ import numpy as np
 
 from py_core.kernels.common import binary, unary
 from py_core.kernels.mathfn import erf64
+from py_core.kernels.traits import KernelTraits, always
 
 # ----------------------------------------------------------------------------------------------- helpers
 
@@ -172,4 +173,16 @@ KERNELS: dict[str, Callable[..., object]] = {
     "sin": _f64(np.sin),
     "sqrt": unary(np.sqrt),
     "tan": _f64(np.tan),
+}
+
+# float32 +, -, *, / on the reference kernels are the plain ufuncs, so the in-place versions round the same
+TRAITS: dict[str, KernelTraits] = {
+    "add": KernelTraits(fresh=True, ufunc=np.add, commutative=True, epilogue=True),
+    "sub": KernelTraits(fresh=True, ufunc=np.subtract, epilogue=True),
+    "mul": KernelTraits(fresh=True, ufunc=np.multiply, commutative=True, epilogue=True),
+    "div": KernelTraits(fresh=True, ufunc=np.divide, epilogue=True),
+    "max": KernelTraits(fresh=True, ufunc=np.maximum, commutative=True),
+    "min": KernelTraits(fresh=True, ufunc=np.minimum, commutative=True),
+    "identity": KernelTraits(noop=always),
+    **{op: KernelTraits(fresh=True) for op in ("pow", "exp", "log", "sqrt", "abs", "neg")},
 }

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
 from py_core.kernels import native
 from py_core.kernels.common import wide_type
+from py_core.kernels.traits import KernelTraits, Options, Packed, PackSite, Shape
 
 # Pyodide's NumPy has no BLAS: there np.einsum('ij,jk->ik') measured ~10x faster than np.matmul on large
 # float32 products; on CPython NumPy's matmul calls BLAS and wins.  Swap here only.
@@ -80,4 +82,44 @@ def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, alpha: float
 KERNELS: dict[str, Callable[..., object]] = {
     "gemm": gemm,
     "matmul": matmul,
+}
+
+
+def _product_flops(shapes: Mapping[str, Shape], out: Shape, o: Options) -> float:
+    a = shapes["a"]
+    k = a[-2] if o.get("aTranspose") else a[-1]
+    return 2.0 * math.prod(out) * k
+
+
+def _pack_gemm(site: PackSite) -> Packed | None:
+    """gemm with a constant B (and C, if any): PackedMatmul with B as [K, N] and beta * C precomputed."""
+    from py_core.compiler.kernels import PackedMatmul  # the compiler's plumbing (it imports no family module)
+
+    o, b = site.options, site.constants["b"]
+    c = site.constants.get("c")
+    if b is None or b.ndim != 2 or ("c" in site.constants and c is None):
+        return None
+    if o["bTranspose"]:
+        b = b.T
+    # the spec casts alpha and beta to the operand type first; float32 here
+    scaled_c = None if c is None else np.float32(o["beta"]) * c.astype(np.float32)
+    packed = PackedMatmul(b, product=matmul2d, a_transpose=o["aTranspose"], alpha=float(np.float32(o["alpha"])),
+                          c=scaled_c, epilogue=site.epilogue, out_shape=site.out_shape)
+    return Packed(packed, ("a",), "packed")
+
+
+def _pack_matmul(site: PackSite) -> Packed | None:
+    """matmul with a constant 2-D B: PackedMatmul."""
+    from py_core.compiler.kernels import PackedMatmul  # the compiler's plumbing (it imports no family module)
+
+    b = site.constants["b"]
+    if b is None or b.ndim != 2:
+        return None
+    return Packed(PackedMatmul(b, product=matmul2d, epilogue=site.epilogue, out_shape=site.out_shape), ("a",),
+                  "packed")
+
+
+TRAITS: dict[str, KernelTraits] = {
+    "gemm": KernelTraits(fresh=True, epilogue_host=True, pack=_pack_gemm, flops=_product_flops),
+    "matmul": KernelTraits(fresh=True, epilogue_host=True, pack=_pack_matmul, flops=_product_flops),
 }

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from py_core.kernels.common import wide_type
+from py_core.kernels.traits import KernelTraits
 
 
 def _normalize(x: np.ndarray, axes: tuple[int, ...], epsilon: float) -> np.ndarray:
@@ -74,4 +75,9 @@ KERNELS: dict[str, Callable[..., object]] = {
     "batchNormalization": batch_normalization,
     "instanceNormalization": instance_normalization,
     "layerNormalization": layer_normalization,
+}
+
+
+TRAITS: dict[str, KernelTraits] = {
+    op: KernelTraits(fresh=True) for op in ("batchNormalization", "layerNormalization", "instanceNormalization")
 }

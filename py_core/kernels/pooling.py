@@ -13,6 +13,7 @@ from py_core.kernels import native
 from py_core.kernels.common import wide_type
 from py_core.kernels.convolution import from_nhwc, to_nhwc
 from py_core.kernels.matrix import matmul2d
+from py_core.kernels.traits import KernelTraits
 from py_core.kernels.window import Span, spans
 
 
@@ -190,4 +191,9 @@ KERNELS: dict[str, Callable[..., object]] = {
     "l2Pool2d": _pool_kernel("l2"),
     "maxPool2d": _pool_kernel("max"),
     "resample2d": resample2d,
+}
+
+
+TRAITS: dict[str, KernelTraits] = {
+    op: KernelTraits(fresh=True) for op in ("averagePool2d", "maxPool2d", "l2Pool2d")
 }

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from py_core.kernels.traits import KernelTraits, Options, always
 from py_core.types import DataType
 
 
@@ -129,4 +130,23 @@ KERNELS: dict[str, Callable[..., object]] = {
     "triangular": triangular,
     "cast": cast,
     "where": where,
+}
+
+
+def _compose_transposes(first: Options, second: Options) -> Options:
+    p1, p2 = first["permutation"], second["permutation"]
+    return {**second, "permutation": [p1[i] for i in p2]}
+
+
+# no-op conditions hold when the output already has the input's shape and type (the pass checks that)
+TRAITS: dict[str, KernelTraits] = {
+    "reshape": KernelTraits(noop=always, merge=lambda first, second: second),
+    "cast": KernelTraits(noop=always),
+    "expand": KernelTraits(noop=always),
+    "transpose": KernelTraits(noop=lambda o: list(o["permutation"]) == list(range(len(o["permutation"]))),
+                              merge=_compose_transposes),
+    "slice": KernelTraits(noop=lambda o: all(s == 1 for s in o["strides"]) and not any(o["starts"])),
+    "pad": KernelTraits(noop=lambda o: not any(o["beginningPadding"]) and not any(o["endingPadding"])),
+    "tile": KernelTraits(noop=lambda o: all(r == 1 for r in o["repetitions"])),
+    "concat": KernelTraits(fresh=True),
 }

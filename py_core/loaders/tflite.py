@@ -2,7 +2,8 @@
 https://www.w3.org/TR/webnn/#api-mlgraphbuilder
 
 The model is read with the `tflite` package (pure Python over `flatbuffers`, so it also runs inside
-Pyodide).  Each TFLite operator is mapped by one function in `tflite_ops.py`; weight-only operators
+Pyodide).  Each TFLite operator is mapped by one function in `tflite_ops.py` or `tflite_shape_ops.py`,
+which sees its operator through a `MappingContext` (`tflite_context.py`, below both); weight-only operators
 (DEQUANTIZE of float16/int8 constants, DENSIFY of sparse constants) are folded here at load time, so the
 emitted graph holds plain float32 constants.  Tensors stay NHWC: convolutions and pooling use WebNN's
 `inputLayout: "nhwc"` with the filters in the layouts TFLite stores them in (`ohwi`, `ihwo`).
@@ -51,14 +52,10 @@ import numpy as np
 import tflite
 
 from py_core.errors import LOG, NotSupportedError, TFLiteModelError, TFLiteUnsupportedError, WebNNError
+from py_core.loaders.tflite_context import TENSOR_TYPES, MappingContext, Operator, Tensor, type_code
+from py_core.loaders.tflite_ops import CONVERTERS, FOLDED
 from py_core.loaders.tflite_sparse import Level, densify
 
-# TensorType -> (NumPy dtype of stored data, MLOperandDataType or None when WebNN has no such type)
-TENSOR_TYPES: dict[int, tuple[str, str | None]] = {
-    0: ("float32", "float32"), 1: ("float16", "float16"), 2: ("int32", "int32"), 3: ("uint8", "uint8"),
-    4: ("int64", "int64"), 6: ("bool", "uint8"), 7: ("int16", None), 9: ("int8", "int8"),
-    10: ("float64", None), 12: ("uint64", "uint64"), 15: ("uint32", "uint32"), 16: ("uint16", None),
-}
 CUSTOM = 32
 # What reading a corrupt flatbuffer raises in the generated accessors (out-of-range offsets, bad vector
 # lengths, a union table of the wrong type, a zero stride...): each becomes a TFLiteModelError saying where.
@@ -91,36 +88,6 @@ def _enum_names(cls: type) -> dict[int, str]:
 
 BUILTIN_NAMES = _enum_names(tflite.BuiltinOperator)
 OPTIONS_CLASSES = _enum_names(tflite.BuiltinOptions)
-
-
-@dataclass
-class Tensor:
-    """One TFLite tensor: static shape, types, and for constants the stored (still encoded) data."""
-
-    index: int
-    name: str
-    shape: tuple[int, ...]
-    dtype: str
-    webnn_type: str | None
-    data: np.ndarray | None = None
-    quantization: tuple[np.ndarray, np.ndarray, int] | None = None  # scale, zero point, axis
-    sparsity: Any = None
-
-    @property
-    def desc(self) -> dict[str, Any]:
-        return {"dataType": self.webnn_type, "shape": list(self.shape)}
-
-
-@dataclass
-class Operator:
-    """One TFLite operator: its name (builtin or custom code), tensor indices and decoded options."""
-
-    index: int
-    name: str
-    inputs: list[int]
-    outputs: list[int]
-    options: Any = None
-    custom_options: bytes = b""
 
 
 @dataclass
@@ -316,21 +283,6 @@ def decode_constant(t: Tensor, source: str = "<bytes>") -> np.ndarray:
     return values.reshape(t.shape)
 
 
-def dequantize(t: Tensor, data: np.ndarray) -> np.ndarray:
-    """DEQUANTIZE at load time: float16 -> float32 exactly; int8/uint8 with scale, zero point -> float32."""
-    if data.dtype == np.float16:
-        return data.astype(np.float32)
-    if t.quantization is None:
-        raise NotSupportedError(f"DEQUANTIZE of {t.dtype} tensor '{t.name}' without quantization parameters")
-    scale, zero_point, axis = t.quantization
-    shape = [1] * data.ndim
-    if scale.size > 1:
-        shape[axis] = scale.size
-    # (q - zero_point) * scale in float32, as TFLite's reference kernel computes it
-    return ((data.astype(np.int64) - zero_point.reshape(shape)).astype(np.float32)
-            * scale.reshape(shape)).astype(np.float32)
-
-
 # --------------------------------------------------------------------------------------------------- emitting
 
 
@@ -344,8 +296,6 @@ class Emitter:
     operands: dict[int, Any] = field(default_factory=dict)
 
     def run(self) -> dict[str, Any]:
-        from py_core.loaders.tflite_ops import CONVERTERS, FOLDED
-
         model = self.model
         for i in model.inputs:
             t = model.tensors[i]
@@ -373,7 +323,7 @@ class Emitter:
             if any(i in poisoned for i in op.inputs):
                 poisoned.update(op.outputs)  # its input is missing already: reported at the source
                 continue
-            ctx = OpContext(self, op)
+            ctx = MappingContext(self, op)
             try:
                 if folded is not None and all(i < 0 or i in self.constants for i in op.inputs):
                     results = folded(ctx)
@@ -428,6 +378,10 @@ class Emitter:
                 outputs[name] = self.operands[i]
         return outputs
 
+    @property
+    def tensors(self) -> list[Tensor]:
+        return self.model.tensors
+
     def operand(self, i: int) -> Any:
         """Tensor i as a builder operand, creating the constant the first time a weight is used."""
         if i not in self.operands:
@@ -436,7 +390,7 @@ class Emitter:
                 raise TFLiteModelError(f"{self.model.source}: tensor {i} '{t.name}' is used before any "
                                        "operator computes it (and it is no input or constant)")
             data = self.constants[i]
-            webnn_type = TENSOR_TYPES.get(_type_code(data.dtype), ("", None))[1]
+            webnn_type = TENSOR_TYPES.get(type_code(data.dtype), ("", None))[1]
             if webnn_type is None:
                 raise NotSupportedError(f"constant '{t.name}' has type {data.dtype}, not a WebNN type")
             if data.dtype == np.bool_:
@@ -444,88 +398,6 @@ class Emitter:
             self.operands[i] = self.builder.constant({"dataType": webnn_type, "shape": list(data.shape)},
                                                      np.ascontiguousarray(data))
         return self.operands[i]
-
-
-def _type_code(dtype: np.dtype) -> int:
-    for code, (name, _) in TENSOR_TYPES.items():
-        if np.dtype(name) == dtype:
-            return code
-    return -1
-
-
-class OpContext:
-    """What a mapping function sees: its operator, input/output tensors and the builder."""
-
-    def __init__(self, emitter: Emitter, op: Operator):
-        self.emitter = emitter
-        self.op = op
-        self.options = op.options
-        tensors = emitter.model.tensors
-        self.label = tensors[op.outputs[0]].name if op.outputs else op.name
-
-    def has(self, k: int) -> bool:
-        """Whether optional input k is present."""
-        return k < len(self.op.inputs) and self.op.inputs[k] >= 0
-
-    def tensor(self, k: int) -> Tensor:
-        return self.emitter.model.tensors[self.op.inputs[k]]
-
-    def out(self, k: int = 0) -> Tensor:
-        return self.emitter.model.tensors[self.op.outputs[k]]
-
-    def shape(self, k: int) -> tuple[int, ...]:
-        """Static shape of input k (a folded constant's own shape when it was folded)."""
-        i = self.op.inputs[k]
-        if i in self.emitter.constants:
-            return tuple(self.emitter.constants[i].shape)
-        return self.emitter.model.tensors[i].shape
-
-    def operand(self, k: int) -> Any:
-        """Input k as a builder operand."""
-        return self.emitter.operand(self.op.inputs[k])
-
-    def is_const(self, k: int) -> bool:
-        return self.op.inputs[k] in self.emitter.constants
-
-    def const(self, k: int) -> np.ndarray:
-        """Input k's constant data; NotSupportedError when it is computed at run time."""
-        i = self.op.inputs[k]
-        if i not in self.emitter.constants:
-            raise NotSupportedError(f"input {k} ('{self.tensor(k).name}') must be a constant")
-        return self.emitter.constants[i]
-
-    def emit(self, name: str, *args: Any, **options: Any) -> Any:
-        """One builder call, labelled with the operator's output tensor name."""
-        return self.emitter.builder.op(name, *args, label=self.label, **options)
-
-    def fused(self, x: Any, act: int) -> Any:
-        """x after a fused activation (tflite.ActivationFunctionType)."""
-        if act == 0:
-            return x
-        if act == 1:
-            return self.emit("relu", x)
-        if act == 2:
-            return self.emit("clamp", x, minValue=-1.0, maxValue=1.0)
-        if act == 3:
-            return self.emit("clamp", x, minValue=0.0, maxValue=6.0)
-        if act == 4:
-            return self.emit("tanh", x)
-        raise NotSupportedError(f"fused activation {act} (SIGN_BIT or unknown) is not supported")
-
-    def constant(self, data: np.ndarray) -> Any:
-        """A new builder constant for data computed while mapping (resize weights, indices)."""
-        code = _type_code(data.dtype)
-        webnn_type = TENSOR_TYPES[code][1]
-        return self.emitter.builder.constant({"dataType": webnn_type, "shape": list(data.shape)},
-                                             np.ascontiguousarray(data))
-
-    def check_float(self) -> None:
-        """Quantized activations (int8/uint8 tensors with scales) have no mapping yet: say so."""
-        tensors = self.emitter.model.tensors
-        for i in [*self.op.inputs, *self.op.outputs]:
-            if i >= 0 and i not in self.emitter.constants and tensors[i].quantization is not None:
-                raise NotSupportedError(f"quantized tensor '{tensors[i].name}' ({tensors[i].dtype}) is not "
-                                        "supported")
 
 
 def build_tflite(source: str | os.PathLike[str] | bytes | TFLiteModel, builder: Any) -> Any:

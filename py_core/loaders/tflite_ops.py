@@ -1,7 +1,7 @@
 """One mapping function per TFLite operator: TFLite semantics -> WebNN builder calls.
 https://www.w3.org/TR/webnn/#api-mlgraphbuilder
 
-Each function takes an `OpContext` (see tflite.py) and returns the output operand(s); `FOLDED` functions
+Each function takes a `MappingContext` (see tflite_context.py) and returns the output operand(s); `FOLDED` functions
 return NumPy arrays and run at load time when every input is a constant.  TFLite semantics follow the
 reference kernels in tensorflow/lite/kernels/ (padding.h, internal/reference/*.h).
 """
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from py_core.errors import NotSupportedError
-from py_core.loaders.tflite import OpContext, dequantize
+from py_core.loaders.tflite_context import MappingContext, dequantize
 from py_core.loaders.tflite_shape_ops import (
     concatenation,
     depth_to_space,
@@ -69,7 +69,7 @@ def axes_of(values: np.ndarray, rank: int) -> list[int]:
 # ---------------------------------------------------------------------------------------------- convolutions
 
 
-def conv_2d(ctx: OpContext) -> Any:
+def conv_2d(ctx: MappingContext) -> Any:
     """CONV_2D: NHWC input, OHWI filter; grouped when the filter has fewer input channels than the input."""
     o = ctx.options
     n, h, w, c = ctx.shape(0)
@@ -85,7 +85,7 @@ def conv_2d(ctx: OpContext) -> Any:
     return ctx.fused(y, o.FusedActivationFunction())
 
 
-def depthwise_conv_2d(ctx: OpContext) -> Any:
+def depthwise_conv_2d(ctx: MappingContext) -> Any:
     """DEPTHWISE_CONV_2D: filter [1, KH, KW, C * multiplier] is WebNN's `ihwo` with groups = C."""
     o = ctx.options
     n, h, w, c = ctx.shape(0)
@@ -101,7 +101,7 @@ def depthwise_conv_2d(ctx: OpContext) -> Any:
     return ctx.fused(y, o.FusedActivationFunction())
 
 
-def _transpose_conv(ctx: OpContext, x: int, f: int, bias: int | None, strides: list[int],
+def _transpose_conv(ctx: MappingContext, x: int, f: int, bias: int | None, strides: list[int],
                     pads: list[int], sizes: list[int]) -> Any:
     """convTranspose2d: NHWC input, OHWI filter, explicit padding and output sizes."""
     options: dict[str, Any] = {"padding": pads, "strides": strides, "outputSizes": sizes,
@@ -117,7 +117,7 @@ def _crop_padding(size: int, window: int, stride: int, out: int, top: int) -> li
     return [top, max((size - 1) * stride + window - top - out, 0)]
 
 
-def transpose_conv(ctx: OpContext) -> Any:
+def transpose_conv(ctx: MappingContext) -> Any:
     """TRANSPOSE_CONV: inputs (output_shape, filter OHWI, input[, bias]); the crop is padding.h's, computed on
     the output side as kernels/transpose_conv.cc does."""
     o = ctx.options
@@ -139,7 +139,7 @@ def transpose_conv(ctx: OpContext) -> Any:
     return ctx.fused(y, act)
 
 
-def convolution_2d_transpose_bias(ctx: OpContext) -> Any:
+def convolution_2d_transpose_bias(ctx: MappingContext) -> Any:
     """MediaPipe's custom Convolution2DTransposeBias: inputs (input, filter OHWI, bias).
 
     As mediapipe/util/tflite/operations/transpose_conv_bias.cc defines it: the custom options are the C struct
@@ -164,7 +164,7 @@ def convolution_2d_transpose_bias(ctx: OpContext) -> Any:
     return _transpose_conv(ctx, 0, 1, 2 if ctx.has(2) else None, [stride_h, stride_w], pads, sizes)
 
 
-def fully_connected(ctx: OpContext) -> Any:
+def fully_connected(ctx: MappingContext) -> Any:
     """FULLY_CONNECTED: y = x.reshape(-1, K) @ W[N, K]^T + b, then keep_num_dims restores x's leading dims."""
     o = ctx.options
     if o.WeightsFormat() != 0:
@@ -185,8 +185,8 @@ def fully_connected(ctx: OpContext) -> Any:
 # --------------------------------------------------------------------------------------------------- pooling
 
 
-def _pool(kind: str) -> Callable[[OpContext], Any]:
-    def convert(ctx: OpContext) -> Any:
+def _pool(kind: str) -> Callable[[MappingContext], Any]:
+    def convert(ctx: MappingContext) -> Any:
         o = ctx.options
         _, h, w, _ = ctx.shape(0)
         window, strides = [o.FilterHeight(), o.FilterWidth()], [o.StrideH(), o.StrideW()]
@@ -199,8 +199,8 @@ def _pool(kind: str) -> Callable[[OpContext], Any]:
     return convert
 
 
-def _reduce(kind: str) -> Callable[[OpContext], Any]:
-    def convert(ctx: OpContext) -> Any:
+def _reduce(kind: str) -> Callable[[MappingContext], Any]:
+    def convert(ctx: MappingContext) -> Any:
         rank = len(ctx.shape(0))
         return ctx.emit(kind, ctx.operand(0), axes=axes_of(ctx.const(1), rank),
                         keepDimensions=bool(ctx.options.KeepDims()))
@@ -212,8 +212,8 @@ def _reduce(kind: str) -> Callable[[OpContext], Any]:
 # ---------------------------------------------------------------------------------------------- element-wise
 
 
-def _binary(kind: str) -> Callable[[OpContext], Any]:
-    def convert(ctx: OpContext) -> Any:
+def _binary(kind: str) -> Callable[[MappingContext], Any]:
+    def convert(ctx: MappingContext) -> Any:
         y = ctx.emit(kind, ctx.operand(0), ctx.operand(1))
         o = ctx.options
         act = o.FusedActivationFunction() if o is not None and hasattr(o, "FusedActivationFunction") else 0
@@ -223,25 +223,25 @@ def _binary(kind: str) -> Callable[[OpContext], Any]:
     return convert
 
 
-def _unary(kind: str, **options: Any) -> Callable[[OpContext], Any]:
-    def convert(ctx: OpContext) -> Any:
+def _unary(kind: str, **options: Any) -> Callable[[MappingContext], Any]:
+    def convert(ctx: MappingContext) -> Any:
         return ctx.emit(kind, ctx.operand(0), **options)
 
     convert.__doc__ = f"{kind}{options or ''}."
     return convert
 
 
-def prelu(ctx: OpContext) -> Any:
+def prelu(ctx: MappingContext) -> Any:
     """PRELU: alpha broadcasts to the input (e.g. [1, 1, C] against [N, H, W, C])."""
     return ctx.emit("prelu", ctx.operand(0), ctx.operand(1))
 
 
-def leaky_relu(ctx: OpContext) -> Any:
+def leaky_relu(ctx: MappingContext) -> Any:
     """LEAKY_RELU(alpha)."""
     return ctx.emit("leakyRelu", ctx.operand(0), alpha=float(ctx.options.Alpha()))
 
 
-def softmax(ctx: OpContext) -> Any:
+def softmax(ctx: MappingContext) -> Any:
     """SOFTMAX over the last axis of beta * x."""
     x = ctx.operand(0)
     beta = float(ctx.options.Beta())
@@ -250,18 +250,18 @@ def softmax(ctx: OpContext) -> Any:
     return ctx.emit("softmax", x, len(ctx.shape(0)) - 1)
 
 
-def rsqrt(ctx: OpContext) -> Any:
+def rsqrt(ctx: MappingContext) -> Any:
     """RSQRT: 1 / sqrt(x)."""
     return ctx.emit("reciprocal", ctx.emit("sqrt", ctx.operand(0)))
 
 
-def squared_difference(ctx: OpContext) -> Any:
+def squared_difference(ctx: MappingContext) -> Any:
     """SQUARED_DIFFERENCE: (a - b)^2."""
     d = ctx.emit("sub", ctx.operand(0), ctx.operand(1))
     return ctx.emit("mul", d, d)
 
 
-def gelu(ctx: OpContext) -> Any:
+def gelu(ctx: MappingContext) -> Any:
     """GELU: WebNN's gelu is the exact (erf) form; the tanh approximation has no mapping."""
     if ctx.options is not None and ctx.options.Approximate():
         raise NotSupportedError("approximate (tanh) GELU")
@@ -271,7 +271,7 @@ def gelu(ctx: OpContext) -> Any:
 # --------------------------------------------------------------------------------------------------- misc
 
 
-def batch_matmul(ctx: OpContext) -> Any:
+def batch_matmul(ctx: MappingContext) -> Any:
     """BATCH_MATMUL with adj_x/adj_y (transpose of the last two axes)."""
     o = ctx.options
     a, b = ctx.operand(0), ctx.operand(1)
@@ -283,7 +283,7 @@ def batch_matmul(ctx: OpContext) -> Any:
     return ctx.emit("matmul", a, b)
 
 
-def cast(ctx: OpContext) -> Any:
+def cast(ctx: MappingContext) -> Any:
     """CAST (and DEQUANTIZE of a float16 tensor computed at run time) to the output tensor's type."""
     out = ctx.out()
     if out.webnn_type is None:
@@ -291,24 +291,24 @@ def cast(ctx: OpContext) -> Any:
     return ctx.emit("cast", ctx.operand(0), out.webnn_type)
 
 
-def dequantize_run_time(ctx: OpContext) -> Any:
+def dequantize_run_time(ctx: MappingContext) -> Any:
     """DEQUANTIZE of a run-time tensor: only float16 -> float32 (a cast) maps."""
     if ctx.tensor(0).dtype != "float16":
         raise NotSupportedError(f"DEQUANTIZE of a run-time {ctx.tensor(0).dtype} tensor")
     return cast(ctx)
 
 
-def fold_dequantize(ctx: OpContext) -> np.ndarray:
+def fold_dequantize(ctx: MappingContext) -> np.ndarray:
     """DEQUANTIZE of a weight, at load time."""
     return dequantize(ctx.tensor(0), ctx.const(0))
 
 
-def fold_densify(ctx: OpContext) -> np.ndarray:
+def fold_densify(ctx: MappingContext) -> np.ndarray:
     """DENSIFY of a sparse weight: the reader already decoded it dense (tflite_sparse.densify)."""
     return ctx.const(0)
 
 
-CONVERTERS: dict[str, Callable[[OpContext], Any]] = {
+CONVERTERS: dict[str, Callable[[MappingContext], Any]] = {
     "CONV_2D": conv_2d,
     "DEPTHWISE_CONV_2D": depthwise_conv_2d,
     "TRANSPOSE_CONV": transpose_conv,
@@ -370,7 +370,7 @@ CONVERTERS: dict[str, Callable[[OpContext], Any]] = {
 }
 
 # Operators evaluated at load time when all their inputs are constants (weights).
-FOLDED: dict[str, Callable[[OpContext], np.ndarray]] = {
+FOLDED: dict[str, Callable[[MappingContext], np.ndarray]] = {
     "DEQUANTIZE": fold_dequantize,
     "DENSIFY": fold_densify,
 }

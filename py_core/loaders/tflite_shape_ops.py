@@ -1,7 +1,7 @@
 """TFLite shape and resampling operators -> WebNN: padding, reshapes, slices, depth/space moves, resizes.
 https://www.w3.org/TR/webnn/#api-mlgraphbuilder
 
-Same conventions as tflite_ops.py (one function per operator, taking an OpContext).
+Same conventions as tflite_ops.py (one function per operator, taking a MappingContext).
 """
 
 from __future__ import annotations
@@ -12,20 +12,20 @@ from typing import Any
 import numpy as np
 
 from py_core.errors import NotSupportedError
-from py_core.loaders.tflite import OpContext
+from py_core.loaders.tflite_context import MappingContext
 
 
-def reshape_to(ctx: OpContext, x: Any, shape: Sequence[int], current: Sequence[int]) -> Any:
+def reshape_to(ctx: MappingContext, x: Any, shape: Sequence[int], current: Sequence[int]) -> Any:
     """reshape only when the shape changes."""
     return x if tuple(shape) == tuple(current) else ctx.emit("reshape", x, [int(d) for d in shape])
 
 
-def reshape(ctx: OpContext) -> Any:
+def reshape(ctx: MappingContext) -> Any:
     """RESHAPE to the output tensor's static shape (the shape input or option says the same)."""
     return ctx.emit("reshape", ctx.operand(0), list(ctx.out().shape))
 
 
-def concatenation(ctx: OpContext) -> Any:
+def concatenation(ctx: MappingContext) -> Any:
     """CONCATENATION along axis (negative wraps) with a fused activation."""
     rank = len(ctx.shape(0))
     xs = [ctx.operand(k) for k in range(len(ctx.op.inputs))]
@@ -33,7 +33,7 @@ def concatenation(ctx: OpContext) -> Any:
     return ctx.fused(y, ctx.options.FusedActivationFunction())
 
 
-def pad(ctx: OpContext) -> Any:
+def pad(ctx: MappingContext) -> Any:
     """PAD / PADV2: constant paddings [rank, 2]; PADV2's third input is the fill value."""
     p = ctx.const(1).astype(np.int64).reshape(-1, 2)
     if (p < 0).any():
@@ -44,7 +44,7 @@ def pad(ctx: OpContext) -> Any:
     return ctx.emit("pad", ctx.operand(0), p[:, 0].tolist(), p[:, 1].tolist(), **options)
 
 
-def mirror_pad(ctx: OpContext) -> Any:
+def mirror_pad(ctx: MappingContext) -> Any:
     """MIRROR_PAD: REFLECT is WebNN's reflection; SYMMETRIC has no mapping."""
     if ctx.options.Mode() != 0:
         raise NotSupportedError("SYMMETRIC mirror padding")
@@ -52,12 +52,12 @@ def mirror_pad(ctx: OpContext) -> Any:
     return ctx.emit("pad", ctx.operand(0), p[:, 0].tolist(), p[:, 1].tolist(), mode="reflection")
 
 
-def transpose(ctx: OpContext) -> Any:
+def transpose(ctx: MappingContext) -> Any:
     """TRANSPOSE by a constant permutation."""
     return ctx.emit("transpose", ctx.operand(0), permutation=[int(a) for a in ctx.const(1)])
 
 
-def depth_to_space(ctx: OpContext) -> Any:
+def depth_to_space(ctx: MappingContext) -> Any:
     """DEPTH_TO_SPACE (DCR): y[n, h*b+i, w*b+j, c] = x[n, h, w, (i*b + j)*C + c]."""
     n, h, w, c = ctx.shape(0)
     b = ctx.options.BlockSize()
@@ -66,7 +66,7 @@ def depth_to_space(ctx: OpContext) -> Any:
     return ctx.emit("reshape", x, [n, h * b, w * b, c // (b * b)])
 
 
-def space_to_depth(ctx: OpContext) -> Any:
+def space_to_depth(ctx: MappingContext) -> Any:
     """SPACE_TO_DEPTH: the inverse of DEPTH_TO_SPACE."""
     n, h, w, c = ctx.shape(0)
     b = ctx.options.BlockSize()
@@ -75,7 +75,7 @@ def space_to_depth(ctx: OpContext) -> Any:
     return ctx.emit("reshape", x, [n, h // b, w // b, b * b * c])
 
 
-def _slice(ctx: OpContext, x: Any, shape: Sequence[int], ranges: Sequence[range]) -> Any:
+def _slice(ctx: MappingContext, x: Any, shape: Sequence[int], ranges: Sequence[range]) -> Any:
     """Take Python-style ranges along every axis: reverse the negative-step axes, then one strided slice."""
     rev = [a for a, r in enumerate(ranges) if r.step < 0]
     starts, sizes, strides = [], [], []
@@ -93,7 +93,7 @@ def _slice(ctx: OpContext, x: Any, shape: Sequence[int], ranges: Sequence[range]
     return ctx.emit("slice", x, starts, sizes, strides=strides)
 
 
-def strided_slice(ctx: OpContext) -> Any:
+def strided_slice(ctx: MappingContext) -> Any:
     """STRIDED_SLICE with begin/end/ellipsis/new-axis/shrink masks and `offset`, as tf.strided_slice."""
     o = ctx.options
     shape = ctx.shape(0)
@@ -141,7 +141,7 @@ def strided_slice(ctx: OpContext) -> Any:
     return reshape_to(ctx, y, out_shape, [len(r) for r in ranges])
 
 
-def slice_op(ctx: OpContext) -> Any:
+def slice_op(ctx: MappingContext) -> Any:
     """SLICE(begin, size) where size -1 means to the end."""
     shape = ctx.shape(0)
     begin, size = [int(v) for v in ctx.const(1)], [int(v) for v in ctx.const(2)]
@@ -149,7 +149,7 @@ def slice_op(ctx: OpContext) -> Any:
     return _slice(ctx, ctx.operand(0), shape, ranges)
 
 
-def squeeze_like(ctx: OpContext) -> Any:
+def squeeze_like(ctx: MappingContext) -> Any:
     """SQUEEZE / EXPAND_DIMS: a reshape to the output tensor's static shape."""
     return ctx.emit("reshape", ctx.operand(0), list(ctx.out().shape))
 
@@ -171,11 +171,11 @@ def _resize_coords(in_size: int, out_size: int, align_corners: bool, half_pixel:
     return (o + np.float32(0.5)) * scale - np.float32(0.5) if half_pixel else o * scale
 
 
-def _gather_axis(ctx: OpContext, x: Any, idx: np.ndarray, axis: int) -> Any:
+def _gather_axis(ctx: MappingContext, x: Any, idx: np.ndarray, axis: int) -> Any:
     return ctx.emit("gather", x, ctx.constant(idx.astype(np.int32)), axis=axis)
 
 
-def resize_bilinear(ctx: OpContext) -> Any:
+def resize_bilinear(ctx: MappingContext) -> Any:
     """RESIZE_BILINEAR.  half_pixel_centers (without align_corners) is exactly WebNN's linear resample2d
     (half-pixel, edge-clamped); align_corners and the legacy asymmetric mode sample other coordinates, so
     they become, per axis, two gathers of the neighbouring rows blended by constant weights."""
@@ -208,7 +208,7 @@ def resize_bilinear(ctx: OpContext) -> Any:
     return x if x is not ctx.operand(0) else ctx.emit("identity", x)
 
 
-def resize_nearest_neighbor(ctx: OpContext) -> Any:
+def resize_nearest_neighbor(ctx: MappingContext) -> Any:
     """RESIZE_NEAREST_NEIGHBOR: TFLite's source indices as one gather per axis.
 
     Reference GetNearestNeighbor: align_corners rounds half away from zero, half_pixel_centers offsets by 0.5.

@@ -27,6 +27,7 @@ class Step:
     out_types: tuple[tuple[np.dtype, tuple[int, ...]], ...]
     release: tuple[int, ...]
     label: str
+    variant: str = ""  # the compiler's bound kernel, if any (py_core.compiler.ir.Node.variant)
 
 
 class Executable:
@@ -63,7 +64,7 @@ class Executable:
             descs = [prog.operands[o].desc for o in node.outputs]
             types = tuple((np.dtype(d.data_type.numpy_name), tuple(d.shape)) for d in descs)
             steps.append(Step(node.op, call, tuple(args), outs, types, tuple(slot_of(i) for i in release),
-                              node.label))
+                              node.label, node.variant))
         self.steps = steps
         self._outputs = tuple((name, slot_of(i)) for name, i in prog.outputs.items())
         # graph outputs that are constants (folded) are copied out: a caller may write into its results

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 
-from py_core.spec.table import OpSpec, Registry, validate
+from py_core.spec.table import OpSpec, Registry, bind, infer_outputs, normalize, validate
 
 # One module per family here and, with the same name, in py_core/kernels/.
 FAMILY_NAMES = (
@@ -30,4 +30,4 @@ for _family in FAMILIES:
 
 OPS: dict[str, OpSpec] = REGISTRY.ops
 
-__all__ = ["FAMILIES", "FAMILY_NAMES", "OPS", "OpSpec", "validate"]
+__all__ = ["FAMILIES", "FAMILY_NAMES", "OPS", "OpSpec", "bind", "infer_outputs", "normalize", "validate"]

@@ -10,7 +10,7 @@ from typing import Any
 from py_core.spec.common import broadcast_shapes, check_axis
 from py_core.spec.mlnumber import cast_number
 from py_core.spec.table import DOUBLE, NUMBER, ULONG, OpCall, OpSpec, operand, value
-from py_core.types import FLOATS, INT_RANGES, DataType, OperandDescriptor
+from py_core.types import FLOATS, INT_RANGES, MAX_RANK, DataType, OperandDescriptor
 
 FAMILY = "activation"
 
@@ -22,26 +22,24 @@ def _same(call: OpCall) -> OperandDescriptor:
     return call.operand("input")
 
 
-def _same_cast(*names: str) -> Callable[[OpCall], OperandDescriptor]:
-    """Output like the input; the named double options cast to the input's data type (spec steps)."""
+def _cast_options(*names: str) -> Callable[[OpCall], dict[str, Any]]:
+    """The named double options cast to the input's data type (spec steps)."""
 
-    def infer(call: OpCall) -> OperandDescriptor:
-        x = call.operand("input")
-        for name in names:
-            call.options[name] = cast_number(call.options[name], x.data_type)
-        return x
+    def normalize(call: OpCall) -> dict[str, Any]:
+        return {name: cast_number(call[name], call.operand("input").data_type) for name in names}
 
-    return infer
+    return normalize
 
 
 def unary_row(name: str, types: frozenset[DataType] = FLOATS, options: tuple[Any, ...] = ()) -> OpSpec:
     """An element-wise activation `name(input, options)`; double options are cast to the input type."""
     names = tuple(p.name for p in options)
-    return OpSpec(name, FAMILY, (operand("input", types),), options, _same_cast(*names) if names else _same)
+    return OpSpec(name, FAMILY, (operand("input", types),), options, _same,
+                  normalize=_cast_options(*names) if names else None)
 
 
-def _clamp(call: OpCall) -> OperandDescriptor:
-    """clamp: bounds cast to the input type; minValue > maxValue is a TypeError.
+def _clamp_bounds(call: OpCall) -> tuple[float | int, float | int]:
+    """clamp's bounds cast to the input type, open ones at the type's range; minValue > maxValue is a TypeError.
     https://www.w3.org/TR/webnn/#api-mlgraphbuilder-clamp"""
     x = call.operand("input")
     dt = x.data_type
@@ -57,8 +55,17 @@ def _clamp(call: OpCall) -> OperandDescriptor:
     if bounds[0] > bounds[1]:
         call.fail(f"minValue ({call.options['minValue']!r} -> {bounds[0]!r}) must not be greater than "
                   f"maxValue ({call.options['maxValue']!r} -> {bounds[1]!r}) for {dt.value} input")
-    call.options["minValue"], call.options["maxValue"] = bounds
-    return x
+    return bounds[0], bounds[1]
+
+
+def _clamp(call: OpCall) -> OperandDescriptor:
+    _clamp_bounds(call)
+    return call.operand("input")
+
+
+def _clamp_options(call: OpCall) -> dict[str, Any]:
+    lo, hi = _clamp_bounds(call)
+    return {"minValue": lo, "maxValue": hi}
 
 
 def _prelu(call: OpCall) -> OperandDescriptor:
@@ -88,8 +95,8 @@ ROWS: list[OpSpec] = [
     unary_row("hardSigmoid", options=(value("alpha", DOUBLE, 0.2), value("beta", DOUBLE, 0.5))),
     unary_row("linear", options=(value("alpha", DOUBLE, 1.0), value("beta", DOUBLE, 0.0))),
     OpSpec("clamp", FAMILY, (operand("input"),),
-           (value("minValue", NUMBER, None), value("maxValue", NUMBER, None)), _clamp),
+           (value("minValue", NUMBER, None), value("maxValue", NUMBER, None)), _clamp, normalize=_clamp_options),
     OpSpec("prelu", FAMILY, (operand("input", FLOATS_SIGNED_INTS), operand("slope", same_type_as="input")),
            (), _prelu),
-    OpSpec("softmax", FAMILY, (operand("input", FLOATS, ranks=(1, 8)), value("axis", ULONG)), (), _softmax),
+    OpSpec("softmax", FAMILY, (operand("input", FLOATS, ranks=(1, MAX_RANK)), value("axis", ULONG)), (), _softmax),
 ]

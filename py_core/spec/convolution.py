@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from py_core.spec.table import ABSENT, ULONG, ULONGS, OpCall, OpSpec, Param, enum, operand, value
 from py_core.types import FLOATS, MAX_DIMENSION, OperandDescriptor
 
@@ -89,7 +91,8 @@ def _conv2d(call: OpCall) -> OperandDescriptor:
     return x.with_shape(join_output(call["inputLayout"], n, out_c, oh, ow))
 
 
-def _conv_transpose2d(call: OpCall) -> OperandDescriptor:
+def _conv_transpose2d_geometry(call: OpCall) -> tuple[int, int, list[int]]:
+    """convTranspose2d's batch, output channels and output [height, width], given or computed."""
     x, f = call.operand("input"), call.operand("filter")
     padding, strides, dilations = window_options(call)
     output_padding, output_sizes = call["outputPadding"], call["outputSizes"]
@@ -131,9 +134,17 @@ def _conv_transpose2d(call: OpCall) -> OperandDescriptor:
         if out < 1:
             call.fail(f"output {what} {out} is not a valid dimension (padding {padding} is too large)")
         sizes.append(out)
+    return n, out_c, sizes
+
+
+def _conv_transpose2d(call: OpCall) -> OperandDescriptor:
+    n, out_c, sizes = _conv_transpose2d_geometry(call)
+    return call.operand("input").with_shape(join_output(call["inputLayout"], n, out_c, sizes[0], sizes[1]))
+
+
+def _conv_transpose2d_options(call: OpCall) -> dict[str, Any]:
     # kernels read the output size from here: filled in whether given or computed
-    call.options["outputSizes"] = sizes
-    return x.with_shape(join_output(call["inputLayout"], n, out_c, sizes[0], sizes[1]))
+    return {"outputSizes": _conv_transpose2d_geometry(call)[2]}
 
 
 def window_params() -> tuple[Param, ...]:
@@ -174,5 +185,6 @@ ROWS: list[OpSpec] = [
             operand("bias", FLOATS, ranks=(1, 1), same_type_as="input", optional=True),
         ),
         _conv_transpose2d,
+        normalize=_conv_transpose2d_options,
     ),
 ]

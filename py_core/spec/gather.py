@@ -7,9 +7,8 @@ Index values are only known at run time: kernels wrap negative indices and clamp
 from __future__ import annotations
 
 from py_core.spec.common import check_axis
-from py_core.spec.shape import MAX_RANK
 from py_core.spec.table import ULONG, OpCall, OpSpec, operand, value
-from py_core.types import INDEX_TYPES, OperandDescriptor
+from py_core.types import INDEX_TYPES, MAX_RANK, OperandDescriptor
 
 FAMILY = "gather"
 
@@ -81,7 +80,7 @@ _ANY = (0, MAX_RANK)
 _ONE_UP = (1, MAX_RANK)
 
 ROWS: list[OpSpec] = [
-    OpSpec("gather", FAMILY, (operand("input", ranks=(1, 8)), operand("indices", INDEX_TYPES)), (_AXIS,), _gather,
+    OpSpec("gather", FAMILY, (operand("input", ranks=_ONE_UP), operand("indices", INDEX_TYPES)), (_AXIS,), _gather,
            output_ranks=_ANY),
     OpSpec("gatherElements", FAMILY,
            (operand("input", ranks=_ONE_UP), operand("indices", INDEX_TYPES, ranks=_ONE_UP)), (_AXIS,),

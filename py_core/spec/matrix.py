@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 import struct
+from typing import Any
 
 from py_core.spec.common import broadcast_shapes, check_unidirectional
 from py_core.spec.table import BOOLEAN, FLOAT, OpCall, OpSpec, operand, value
-from py_core.types import FLOATS, OperandDescriptor
+from py_core.types import FLOATS, MAX_RANK, OperandDescriptor
 
 FAMILY = "matrix"
 
@@ -35,9 +36,13 @@ def _gemm(call: OpCall) -> OperandDescriptor:
     c = call.optional("c")
     if c is not None:
         check_unidirectional(call, c.shape, out, "c")
-    for name in ("alpha", "beta"):
-        call.options[name] = to_float32(call, name, call[name])
+    _gemm_options(call)  # alpha and beta must be floats
     return a.with_shape(out)
+
+
+def _gemm_options(call: OpCall) -> dict[str, Any]:
+    # MLGemmOptions.alpha and beta are IDL floats: JS numbers arrive rounded to float32
+    return {name: to_float32(call, name, call[name]) for name in ("alpha", "beta")}
 
 
 def _matmul(call: OpCall) -> OperandDescriptor:
@@ -61,13 +66,14 @@ ROWS: list[OpSpec] = [
             value("bTranspose", BOOLEAN, False),
         ),
         _gemm,
+        normalize=_gemm_options,
     ),
     # 1-D operands are not allowed: "If either rankA or rankB is less than 2, then throw a TypeError"
     OpSpec(
         "matmul", FAMILY,
-        (operand("a", FLOATS, ranks=(2, 8)), operand("b", FLOATS, ranks=(2, 8), same_type_as="a")),
+        (operand("a", FLOATS, ranks=(2, MAX_RANK)), operand("b", FLOATS, ranks=(2, MAX_RANK), same_type_as="a")),
         (),
         _matmul,
-        output_ranks=(2, 8),
+        output_ranks=(2, MAX_RANK),
     ),
 ]

@@ -3,10 +3,12 @@ shape inference.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-batchnorm"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from py_core.spec.common import check_axes, check_axis
 from py_core.spec.mlnumber import cast_number
 from py_core.spec.table import DOUBLE, ULONG, ULONGS, OpCall, OpSpec, enum, operand, value
-from py_core.types import FLOATS, OperandDescriptor
+from py_core.types import FLOATS, MAX_RANK, OperandDescriptor
 
 FAMILY = "normalization"
 LAYOUTS = ("nchw", "nhwc")
@@ -19,9 +21,9 @@ def _check_1d(call: OpCall, name: str, size: int, what: str) -> None:
         call.fail(f"{name} shape {list(d.shape)} must be [{size}] ({what})")
 
 
-def _cast_epsilon(call: OpCall, x: OperandDescriptor) -> None:
+def _cast_epsilon(call: OpCall) -> dict[str, Any]:
     # the spec casts epsilon to the input's data type before use (float16 epsilon: nearest float16 value)
-    call.options["epsilon"] = cast_number(call.options["epsilon"], x.data_type)
+    return {"epsilon": cast_number(call["epsilon"], call.operand("input").data_type)}
 
 
 def _batch_norm(call: OpCall) -> OperandDescriptor:
@@ -31,7 +33,6 @@ def _batch_norm(call: OpCall) -> OperandDescriptor:
     size = x.shape[axis]
     for name in ("mean", "variance", "scale", "bias"):
         _check_1d(call, name, size, f"input dimension {axis} of {list(x.shape)}")
-    _cast_epsilon(call, x)
     return x
 
 
@@ -41,45 +42,49 @@ def _instance_norm(call: OpCall) -> OperandDescriptor:
     axis = 1 if call.options["layout"] == "nchw" else 3
     for name in ("scale", "bias"):
         _check_1d(call, name, x.shape[axis], f"channels of {call.options['layout']} input {list(x.shape)}")
-    _cast_epsilon(call, x)
     return x
 
 
+def _layer_norm_axes(call: OpCall) -> list[int]:
+    """layerNormalization's axes; they default to [1, ..., rank-1] (empty for rank 0 and 1)."""
+    axes = call["axes"]
+    rank = call.operand("input").rank
+    return list(range(1, rank)) if axes is None else check_axes(call, axes, rank)
+
+
 def _layer_norm(call: OpCall) -> OperandDescriptor:
-    """layerNormalization; axes default to [1, ..., rank-1].  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-layernorm"""
+    """layerNormalization.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-layernorm"""
     x = call.operand("input")
-    axes = call.options["axes"]
-    if axes is None:
-        axes = list(range(1, x.rank))  # empty for rank 0 and 1
-    else:
-        axes = check_axes(call, axes, x.rank)
-    call.options["axes"] = axes
+    axes = _layer_norm_axes(call)
     want = [x.shape[a] for a in axes]
     for name in ("scale", "bias"):
         d = call.optional(name)
         if d is not None and list(d.shape) != want:
             call.fail(f"{name} shape {list(d.shape)} must be {want}, the sizes of input {list(x.shape)} "
                       f"along axes {axes}")
-    _cast_epsilon(call, x)
     return x
+
+
+def _layer_norm_options(call: OpCall) -> dict[str, Any]:
+    return {"axes": _layer_norm_axes(call), **_cast_epsilon(call)}
 
 
 ROWS: list[OpSpec] = [
     OpSpec("batchNormalization", FAMILY,
-           (operand("input", FLOATS, ranks=(1, 8)), operand("mean", ranks=(1, 1), same_type_as="input"),
+           (operand("input", FLOATS, ranks=(1, MAX_RANK)), operand("mean", ranks=(1, 1), same_type_as="input"),
             operand("variance", ranks=(1, 1), same_type_as="input")),
            (operand("scale", ranks=(1, 1), same_type_as="input", optional=True),
             operand("bias", ranks=(1, 1), same_type_as="input", optional=True),
             value("axis", ULONG, 1), value("epsilon", DOUBLE, 1e-5)),
-           _batch_norm),
+           _batch_norm, normalize=_cast_epsilon),
     OpSpec("instanceNormalization", FAMILY, (operand("input", FLOATS, ranks=(4, 4)),),
            (operand("scale", ranks=(1, 1), same_type_as="input", optional=True),
             operand("bias", ranks=(1, 1), same_type_as="input", optional=True),
             value("epsilon", DOUBLE, 1e-5), enum("layout", "MLInputOperandLayout", LAYOUTS, "nchw")),
-           _instance_norm),
+           _instance_norm, normalize=_cast_epsilon),
     OpSpec("layerNormalization", FAMILY, (operand("input", FLOATS),),
            (operand("scale", same_type_as="input", optional=True),
             operand("bias", same_type_as="input", optional=True),
             value("axes", ULONGS, None), value("epsilon", DOUBLE, 1e-5)),
-           _layer_norm),
+           _layer_norm, normalize=_layer_norm_options),
 ]

@@ -4,6 +4,7 @@ https://www.w3.org/TR/webnn/#api-mlgraphbuilder-pool2d"""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from py_core.spec.common import check_axes
 from py_core.spec.convolution import (
@@ -27,7 +28,8 @@ def _floor_ceil(size: int, window: int, pad_begin: int, pad_end: int, stride: in
     return span // stride + 1, -(-span // stride) + 1
 
 
-def _pool(call: OpCall) -> OperandDescriptor:
+def _pool_geometry(call: OpCall) -> tuple[int, int, list[int], list[int]]:
+    """A pool's batch, channels, window [height, width] and output [height, width], given or computed."""
     x = call.operand("input")
     layout = call["layout"]
     n, c, h, w = split_input(x, layout)
@@ -59,10 +61,18 @@ def _pool(call: OpCall) -> OperandDescriptor:
     if sizes[0] < 1 or sizes[1] < 1:
         call.fail(f"output sizes {sizes} are not valid: the input [{h}, {w}] with padding {padding} is "
                   f"smaller than the window {window} (dilations {dilations})")
+    return n, c, list(window), sizes
+
+
+def _pool(call: OpCall) -> OperandDescriptor:
+    n, c, _, sizes = _pool_geometry(call)
+    return call.operand("input").with_shape(join_output(call["layout"], n, c, sizes[0], sizes[1]))
+
+
+def _pool_options(call: OpCall) -> dict[str, Any]:
     # kernels read both from here
-    call.options["windowDimensions"] = list(window)
-    call.options["outputSizes"] = sizes
-    return x.with_shape(join_output(layout, n, c, sizes[0], sizes[1]))
+    _, _, window, sizes = _pool_geometry(call)
+    return {"windowDimensions": window, "outputSizes": sizes}
 
 
 def pool_row(name: str, types: frozenset[DataType]) -> OpSpec:
@@ -77,10 +87,12 @@ def pool_row(name: str, types: frozenset[DataType]) -> OpSpec:
             value("outputSizes", ULONGS, ABSENT),
         ),
         _pool,
+        normalize=_pool_options,
     )
 
 
-def _resample2d(call: OpCall) -> OperandDescriptor:
+def _resample2d_geometry(call: OpCall) -> tuple[list[float], list[int], list[int], list[int]]:
+    """resample2d's scales (as float32), axes, output sizes along them and output shape."""
     x = call.operand("input")
     scales = call["scales"]
     if len(scales) != 2:
@@ -108,9 +120,17 @@ def _resample2d(call: OpCall) -> OperandDescriptor:
                       f"{scales[i]}) is not a valid dimension")
         shape[axis] = size
         out.append(size)
+    return scales, axes, out, shape
+
+
+def _resample2d(call: OpCall) -> OperandDescriptor:
+    return call.operand("input").with_shape(_resample2d_geometry(call)[3])
+
+
+def _resample2d_options(call: OpCall) -> dict[str, Any]:
     # the spec's sampling only depends on outputSize / inputSize: kernels read the output sizes from here
-    call.options.update(scales=scales, sizes=out, axes=axes)
-    return x.with_shape(shape)
+    scales, axes, sizes, _ = _resample2d_geometry(call)
+    return {"scales": scales, "sizes": sizes, "axes": axes}
 
 
 ROWS: list[OpSpec] = [
@@ -128,5 +148,6 @@ ROWS: list[OpSpec] = [
             value("axes", ULONGS, [2, 3]),
         ),
         _resample2d,
+        normalize=_resample2d_options,
     ),
 ]

@@ -3,7 +3,8 @@ https://www.w3.org/TR/webnn/#api-mlgraphbuilder-gru"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from py_core.spec.table import (
     ABSENT,
@@ -51,13 +52,19 @@ def _hidden_size(call: OpCall, gates: int) -> int:
     return hidden
 
 
-def _activations(call: OpCall, defaults: tuple[str, ...]) -> None:
-    """Fill the default activations, or check the given list has the required length."""
+def _activations(call: OpCall, defaults: tuple[str, ...]) -> list[str]:
+    """The given activations, which must have the required length, or the defaults."""
     acts = call.options.get("activations")
     if acts is None:
-        call.options["activations"] = list(defaults)
-    elif len(acts) != len(defaults):
+        return list(defaults)
+    if len(acts) != len(defaults):
         call.fail(f"activations {list(acts)} must have {len(defaults)} values")
+    return list(acts)
+
+
+def _activation_options(defaults: tuple[str, ...]) -> Callable[[OpCall], dict[str, Any]]:
+    """The activations filled in with the defaults when absent."""
+    return lambda call: {"activations": _activations(call, defaults)}
 
 
 def _sequence_shape(call: OpCall, gates: int) -> tuple[int, int, int, int, int]:
@@ -149,25 +156,28 @@ ROWS: list[OpSpec] = [
         (_f("bias", 2, True), _f("recurrentBias", 2, True), _f("initialHiddenState", 3, True),
          value("resetAfter", BOOLEAN, True), _RETURN_SEQUENCE, _DIRECTION,
          enum("layout", "MLGruWeightLayout", GRU_LAYOUTS, "zrn"), _acts()),
-        _infer_gru, output_ranks=(3, 4), returns="operands", limits_output_name="outputs"),
+        _infer_gru, output_ranks=(3, 4), returns="operands", limits_output_name="outputs",
+        normalize=_activation_options(GRU_DEFAULT_ACTIVATIONS)),
     OpSpec(
         "gruCell", FAMILY,
         (_f("input", 2), _f("weight", 2), _f("recurrentWeight", 2), _f("hiddenState", 2),
          value("hiddenSize", ULONG)),
         (_f("bias", 1, True), _f("recurrentBias", 1, True), value("resetAfter", BOOLEAN, True),
          enum("layout", "MLGruWeightLayout", GRU_LAYOUTS, "zrn"), _acts()),
-        _infer_gru_cell, output_ranks=(2, 2)),
+        _infer_gru_cell, output_ranks=(2, 2), normalize=_activation_options(GRU_DEFAULT_ACTIVATIONS)),
     OpSpec(
         "lstm", FAMILY, _SEQUENCE_PARAMS,
         (_f("bias", 2, True), _f("recurrentBias", 2, True), _f("peepholeWeight", 2, True),
          _f("initialHiddenState", 3, True), _f("initialCellState", 3, True), _RETURN_SEQUENCE,
          _DIRECTION, enum("layout", "MLLstmWeightLayout", LSTM_LAYOUTS, "iofg"), _acts()),
-        _infer_lstm, output_ranks=(3, 4), returns="operands", limits_output_name="outputs"),
+        _infer_lstm, output_ranks=(3, 4), returns="operands", limits_output_name="outputs",
+        normalize=_activation_options(LSTM_DEFAULT_ACTIVATIONS)),
     OpSpec(
         "lstmCell", FAMILY,
         (_f("input", 2), _f("weight", 2), _f("recurrentWeight", 2), _f("hiddenState", 2),
          _f("cellState", 2), value("hiddenSize", ULONG)),
         (_f("bias", 1, True), _f("recurrentBias", 1, True), _f("peepholeWeight", 1, True),
          enum("layout", "MLLstmWeightLayout", LSTM_LAYOUTS, "iofg"), _acts()),
-        _infer_lstm_cell, output_ranks=(2, 2), returns="operands", limits_output_name="outputs"),
+        _infer_lstm_cell, output_ranks=(2, 2), returns="operands", limits_output_name="outputs",
+        normalize=_activation_options(LSTM_DEFAULT_ACTIVATIONS)),
 ]

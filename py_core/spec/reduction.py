@@ -15,7 +15,7 @@ from py_core.spec.table import (
     operand,
     value,
 )
-from py_core.types import ALL_TYPES, FLOATS, DataType, OperandDescriptor
+from py_core.types import ALL_TYPES, FLOATS, MAX_RANK, DataType, OperandDescriptor
 
 FAMILY = "reduction"
 
@@ -37,15 +37,16 @@ def reduced_shape(shape: tuple[int, ...], axes: list[int], keep: bool) -> tuple[
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
+def _reduce_axes(call: OpCall) -> list[int]:
+    """The axes to reduce; absent axes: every dimension (a scalar input stays a scalar)."""
+    rank = call.operand("input").rank
+    axes = call["axes"]
+    return check_axes(call, list(range(rank)) if axes is None else axes, rank)
+
+
 def _reduce(call: OpCall) -> OperandDescriptor:
     x = call.operand("input")
-    axes = call["axes"]
-    if axes is None:
-        # absent axes: reduce every dimension (a scalar input stays a scalar)
-        axes = list(range(x.rank))
-    axes = check_axes(call, axes, x.rank)
-    call.options["axes"] = axes
-    return x.with_shape(reduced_shape(x.shape, axes, call["keepDimensions"]))
+    return x.with_shape(reduced_shape(x.shape, _reduce_axes(call), call["keepDimensions"]))
 
 
 def reduce_row(name: str, types: frozenset[DataType]) -> OpSpec:
@@ -54,6 +55,7 @@ def reduce_row(name: str, types: frozenset[DataType]) -> OpSpec:
         name, FAMILY, (operand("input", types),),
         (value("axes", ULONGS, ABSENT), value("keepDimensions", BOOLEAN, False)),
         _reduce,
+        normalize=lambda call: {"axes": _reduce_axes(call)},
     )
 
 
@@ -68,7 +70,6 @@ def _arg_min_max(call: OpCall) -> OperandDescriptor:
         call.fail(f"outputDataType {out_type.value} is not supported (allowed: int32, int64)")
     if x.shape[axis] > _INDEX_MAX[out_type]:
         call.fail(f"input dimension {x.shape[axis]} along axis {axis} exceeds the {out_type.value} maximum")
-    call.options["outputDataType"] = out_type
     return OperandDescriptor(out_type, reduced_shape(x.shape, [axis], call["keepDimensions"]))
 
 
@@ -76,11 +77,13 @@ def arg_row(name: str) -> OpSpec:
     """argMin/argMax(input, axis, {keepDimensions, outputDataType}).
     https://www.w3.org/TR/webnn/#api-mlgraphbuilder-argminmax"""
     return OpSpec(
-        name, FAMILY, (operand("input", ALL_TYPES, ranks=(1, 8)), value("axis", ULONG)),
+        name, FAMILY, (operand("input", ALL_TYPES, ranks=(1, MAX_RANK)), value("axis", ULONG)),
         (value("keepDimensions", BOOLEAN, False), value("outputDataType", DATA_TYPE, "int32")),
         _arg_min_max,
+        # the default arrives as a string, a given value as a DataType: the graph records the DataType
+        normalize=lambda call: {"outputDataType": DataType.parse(call["outputDataType"])},
         output_types=ARG_OUTPUT_TYPES,
-        output_ranks=(0, 8),
+        output_ranks=(0, MAX_RANK),
     )
 
 
@@ -105,7 +108,7 @@ ROWS: list[OpSpec] = [
     arg_row("argMax"),
     # https://www.w3.org/TR/webnn/#api-mlgraphbuilder-cumulativesum: rank N, but axis < N rules out scalars
     OpSpec(
-        "cumulativeSum", FAMILY, (operand("input", ALL_TYPES, ranks=(1, 8)), value("axis", ULONG)),
+        "cumulativeSum", FAMILY, (operand("input", ALL_TYPES, ranks=(1, MAX_RANK)), value("axis", ULONG)),
         (value("exclusive", BOOLEAN, False), value("reversed", BOOLEAN, False)),
         _cumulative_sum,
     ),

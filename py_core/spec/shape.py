@@ -30,12 +30,9 @@ from py_core.spec.table import (
     operands,
     value,
 )
-from py_core.types import ALL_TYPES, MAX_DIMENSION, DataType, OperandDescriptor
+from py_core.types import ALL_TYPES, MAX_DIMENSION, MAX_RANK, DataType, OperandDescriptor
 
 FAMILY = "shape"
-
-# Largest operand rank: the upper end of table.Param's default rank range.
-MAX_RANK = 8
 
 
 def check_shape(call: OpCall, name: str, shape: Sequence[int]) -> None:
@@ -66,7 +63,6 @@ def _reshape(call: OpCall) -> OperandDescriptor:
 def _transpose(call: OpCall) -> OperandDescriptor:
     x, perm = call.operand("input"), call["permutation"]
     if perm is None:
-        call.options["permutation"] = list(range(x.rank))[::-1]
         return x.with_shape(x.shape[::-1])
     check_length(call, "permutation", perm, x.rank)
     check_axes(call, perm, x.rank, "permutation")
@@ -78,7 +74,7 @@ def _slice(call: OpCall) -> OperandDescriptor:
     check_length(call, "starts", starts, x.rank)
     check_length(call, "sizes", sizes, x.rank)
     if strides is None:
-        strides = call.options["strides"] = [1] * x.rank
+        strides = [1] * x.rank
     check_length(call, "strides", strides, x.rank)
     out = []
     for i, (dim, start, size, stride) in enumerate(zip(x.shape, starts, sizes, strides, strict=True)):
@@ -101,7 +97,6 @@ def _pad(call: OpCall) -> OperandDescriptor:
         if mode == "reflection" and (b >= dim or e >= dim):
             call.fail(f"reflection padding ({b}, {e}) of dimension {i} must be less than its size {dim}")
         out.append(_check_dim(call, f"output dimension {i}", dim + b + e))
-    call.options["value"] = cast_number(call["value"], x.data_type)
     return x.with_shape(out)
 
 
@@ -166,9 +161,7 @@ def _tile(call: OpCall) -> OperandDescriptor:
 
 def _reverse(call: OpCall) -> OperandDescriptor:
     x, axes = call.operand("input"), call["axes"]
-    if axes is None:
-        call.options["axes"] = list(range(x.rank))
-    else:
+    if axes is not None:
         check_axes(call, axes, x.rank)
     return x
 
@@ -188,6 +181,15 @@ def _where(call: OpCall) -> OperandDescriptor:
     return t.with_shape(shape)
 
 
+def _default(name: str, make: Callable[[int], list[int]]) -> Callable[[OpCall], dict[str, Any]]:
+    """An absent sequence option filled in from the input's rank."""
+    def normalize(call: OpCall) -> dict[str, Any]:
+        given = call[name]
+        return {name: make(call.operand("input").rank) if given is None else list(given)}
+
+    return normalize
+
+
 def _row(name: str, params: tuple[Param, ...], options: tuple[Param, ...],
          infer: Callable[[OpCall], InferResult], **kw: Any) -> OpSpec:
     return OpSpec(name, FAMILY, params, options, infer, **kw)
@@ -195,18 +197,22 @@ def _row(name: str, params: tuple[Param, ...], options: tuple[Param, ...],
 
 ROWS: list[OpSpec] = [
     _row("reshape", (operand("input"), value("newShape", ULONGS)), (), _reshape),
-    _row("transpose", (operand("input"),), (value("permutation", ULONGS, ABSENT),), _transpose),
+    _row("transpose", (operand("input"),), (value("permutation", ULONGS, ABSENT),), _transpose,
+         normalize=_default("permutation", lambda rank: list(range(rank))[::-1])),
     _row("slice", (operand("input"), value("starts", ULONGS), value("sizes", ULONGS)),
-         (value("strides", ULONGS, ABSENT),), _slice),
+         (value("strides", ULONGS, ABSENT),), _slice, normalize=_default("strides", lambda rank: [1] * rank)),
     _row("pad", (operand("input"), value("beginningPadding", ULONGS), value("endingPadding", ULONGS)),
          (enum("mode", "MLPaddingMode", ("constant", "edge", "reflection"), "constant"),
-          value("value", NUMBER, 0)), _pad),
-    _row("concat", (operands("inputs", ranks=(1, 8)), value("axis", ULONG)), (), _concat),
-    _row("split", (operand("input", ranks=(1, 8)), value("splits", ULONG_OR_ULONGS)), (value("axis", ULONG, 0),),
+          value("value", NUMBER, 0)), _pad,
+         # the padding value cast to the input's data type (spec steps)
+         normalize=lambda call: {"value": cast_number(call["value"], call.operand("input").data_type)}),
+    _row("concat", (operands("inputs", ranks=(1, MAX_RANK)), value("axis", ULONG)), (), _concat),
+    _row("split", (operand("input", ranks=(1, MAX_RANK)), value("splits", ULONG_OR_ULONGS)), (value("axis", ULONG, 0),),
          _split, returns="operands", limits_output_name="outputs"),
     _row("expand", (operand("input"), value("newShape", ULONGS)), (), _expand),
     _row("tile", (operand("input"), value("repetitions", ULONGS)), (), _tile),
-    _row("reverse", (operand("input"),), (value("axes", ULONGS, ABSENT),), _reverse),
+    _row("reverse", (operand("input"),), (value("axes", ULONGS, ABSENT),), _reverse,
+         normalize=_default("axes", lambda rank: list(range(rank)))),
     _row("triangular", (operand("input", ranks=(2, MAX_RANK)),),
          (value("upper", BOOLEAN, True), value("diagonal", LONG, 0)), _same),
     _row("cast", (operand("input"), value("dataType", DATA_TYPE)), (), _cast, output_types=ALL_TYPES),

@@ -1,9 +1,16 @@
 """The declarative operator table: one row per builder method.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder
 
 A row names the operator's positional arguments, the members of its options dictionary, the data types and
-ranks each operand accepts, and an `infer` function that maps operand descriptors and option values to output
-descriptors.  The same rows drive build-time validation (TypeError), worker-side re-validation,
-`opSupportLimits()` and the list of builder methods the JavaScript side generates.  No NumPy here.
+ranks each operand accepts, an `infer` function that maps operand descriptors and option values to output
+descriptors, and, where the operator has any, a `normalize` function that gives the option values the graph
+records (defaults that depend on the operands, computed output sizes, numbers cast to the input's type).
+The same rows drive build-time validation (TypeError), worker-side re-validation, `opSupportLimits()` and the
+list of builder methods the JavaScript side generates.  No NumPy here.
+
+One call goes through three steps: `bind` converts its arguments (WebIDL conversion, static defaults) and
+checks its operands' types and ranks; `infer_outputs` runs `infer`, a pure function of the bound call (its
+options are read-only); `normalize` gives the canonical options of a call `infer` accepted.  Validating the
+canonical options infers the same outputs, so the worker re-validates what the page recorded.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, NoReturn
 
 from py_core.errors import WebNNTypeError
@@ -18,6 +26,7 @@ from py_core.spec.required import REQUIRED as DRAFT_REQUIRED
 from py_core.types import (
     ALL_TYPES,
     MAX_DIMENSION,
+    MAX_RANK,
     MAX_TENSOR_BYTE_LENGTH,
     MAX_UNSIGNED_LONG,
     DataType,
@@ -63,7 +72,7 @@ class Param:
     enum_name: str = ""
     types: frozenset[DataType] = ALL_TYPES
     same_type_as: str = ""
-    ranks: tuple[int, int] = (0, 8)
+    ranks: tuple[int, int] = (0, MAX_RANK)
 
     @property
     def is_operand(self) -> bool:
@@ -83,14 +92,14 @@ class Param:
         return out
 
 
-def operand(name: str, types: frozenset[DataType] = ALL_TYPES, *, ranks: tuple[int, int] = (0, 8),
+def operand(name: str, types: frozenset[DataType] = ALL_TYPES, *, ranks: tuple[int, int] = (0, MAX_RANK),
             same_type_as: str = "", optional: bool = False) -> Param:
     """An MLOperand argument (or, with optional=True, an MLOperand options member)."""
     return Param(name, OPERAND, None if optional else REQUIRED, types=types, ranks=ranks,
                  same_type_as=same_type_as)
 
 
-def operands(name: str, types: frozenset[DataType] = ALL_TYPES, *, ranks: tuple[int, int] = (0, 8)) -> Param:
+def operands(name: str, types: frozenset[DataType] = ALL_TYPES, *, ranks: tuple[int, int] = (0, MAX_RANK)) -> Param:
     """A sequence<MLOperand> argument."""
     return Param(name, OPERANDS, REQUIRED, types=types, ranks=ranks)
 
@@ -124,6 +133,9 @@ class OpSpec:
     returns: str = "operand"
     # Names of the output members in opSupportLimits ("output" or "outputs")
     limits_output_name: str = "output"
+    # The option values the operator canonicalizes, for a call `infer` accepted (merged over the bound options);
+    # None: the bound options are canonical already.
+    normalize: Callable[[OpCall], dict[str, Any]] | None = None
 
     @property
     def url(self) -> str:
@@ -158,12 +170,12 @@ class OpSpec:
 
 
 class OpCall:
-    """One validated call being inferred: operand descriptors, option values and the user's label."""
+    """One bound call: operand descriptors, converted option values (read-only) and the user's label."""
 
-    def __init__(self, spec: OpSpec, operands: dict[str, Descs], options: dict[str, Any], label: str):
+    def __init__(self, spec: OpSpec, operands: Mapping[str, Descs], options: Mapping[str, Any], label: str):
         self.spec = spec
-        self.operands = operands
-        self.options = options
+        self.operands = MappingProxyType(dict(operands))
+        self.options = MappingProxyType(dict(options))
         self.label = label
 
     def prefix(self) -> str:
@@ -290,18 +302,18 @@ def _check_operand(prefix: str, p: Param, d: OperandDescriptor, what: str) -> No
         _fail(prefix, f"{what} rank {d.rank} (shape {list(d.shape)}) must be between {lo} and {hi}")
 
 
-def validate(spec: OpSpec, operands: Mapping[str, Descs], options: Mapping[str, Any],
-             label: str = "") -> tuple[list[OperandDescriptor], dict[str, Any]]:
-    """Validate one call and infer its outputs.  Returns (output descriptors, normalized options)."""
-    call = OpCall(spec, {}, {}, label)
-    prefix = call.prefix()
+def bind(spec: OpSpec, operands: Mapping[str, Descs], options: Mapping[str, Any], label: str = "") -> OpCall:
+    """Convert one call's arguments (WebIDL conversion, static defaults) and check its operands' types and ranks."""
+    prefix = OpCall(spec, {}, {}, label).prefix()
+    bound_operands: dict[str, Descs] = {}
+    bound_options: dict[str, Any] = {}
     for p in spec.params + spec.options:
         if p.is_operand:
             d = operands.get(p.name)
             if d is None:
                 if p.required:
                     _fail(prefix, f"missing required operand '{p.name}'")
-                call.operands[p.name] = None
+                bound_operands[p.name] = None
                 continue
             if isinstance(d, list):
                 if p.kind != OPERANDS:
@@ -314,32 +326,49 @@ def validate(spec: OpSpec, operands: Mapping[str, Descs], options: Mapping[str, 
                 if p.kind == OPERANDS:
                     _fail(prefix, f"'{p.name}' must be a sequence of MLOperand")
                 _check_operand(prefix, p, d, f"{p.name}")
-            call.operands[p.name] = d
+            bound_operands[p.name] = d
         else:
             v = options.get(p.name)
             if v is None:
                 if p.required:
                     _fail(prefix, f"missing required argument '{p.name}'")
                 dflt = p.default
-                call.options[p.name] = list(dflt) if isinstance(dflt, (list, tuple)) else dflt
+                bound_options[p.name] = list(dflt) if isinstance(dflt, (list, tuple)) else dflt
             else:
-                call.options[p.name] = _check_value(prefix, p, v)
+                bound_options[p.name] = _check_value(prefix, p, v)
     for p in spec.operand_params:
-        d = call.operands.get(p.name)
+        d = bound_operands.get(p.name)
         if p.same_type_as and d is not None:
-            ref = call.operands.get(p.same_type_as)
+            ref = bound_operands.get(p.same_type_as)
             ref_type = ref[0].data_type if isinstance(ref, list) else (ref.data_type if ref else None)
             items = d if isinstance(d, list) else [d]
             for item in items:
                 if ref_type is not None and item.data_type != ref_type:
                     _fail(prefix, f"{p.name} data type {item.data_type.value} must match "
                                   f"{p.same_type_as} data type {ref_type.value}")
-    result = spec.infer(call)
+    return OpCall(spec, bound_operands, bound_options, label)
+
+
+def infer_outputs(call: OpCall) -> list[OperandDescriptor]:
+    """The bound call's output descriptors, each checked against the implementation's limits."""
+    result = call.spec.infer(call)
     outputs = result if isinstance(result, list) else [result]
+    prefix = call.prefix()
     for out in outputs:
         check_output_descriptor(prefix, out)
         check_working_copy(prefix, out)
-    return outputs, call.options
+    return outputs
+
+
+def normalize(call: OpCall) -> dict[str, Any]:
+    """The canonical options of a call `infer_outputs` accepted: what the graph records and the kernels read."""
+    return {**call.options, **(call.spec.normalize(call) if call.spec.normalize else {})}
+
+
+def validate(spec: OpSpec, operands: Mapping[str, Descs], options: Mapping[str, Any],
+             label: str = "") -> list[OperandDescriptor]:
+    """Validate one call: its output descriptors, or the TypeError the spec requires.  A pure function."""
+    return infer_outputs(bind(spec, operands, options, label))
 
 
 # bytes of the float32 copy a float16 kernel works in (kernels/common.compute_dtype widens, rounds once at the end)

@@ -3,6 +3,6 @@ and the data-driven WPT conformance runner.  https://www.w3.org/TR/webnn/"""
 
 from __future__ import annotations
 
-from py_core.testing.tolerance import CheckResult, OpContext, Tolerance, check, tolerance_for, ulp_distance
+from py_core.testing.tolerance import CheckResult, OpUnderTest, Tolerance, check, tolerance_for, ulp_distance
 
-__all__ = ["CheckResult", "OpContext", "Tolerance", "check", "tolerance_for", "ulp_distance"]
+__all__ = ["CheckResult", "OpUnderTest", "Tolerance", "check", "tolerance_for", "ulp_distance"]

@@ -59,8 +59,8 @@ class Tolerance:
 
 
 @dataclass(frozen=True)
-class OpContext:
-    """One operator of a graph as the tolerance rules see it.
+class OpUnderTest:
+    """One operator call of a graph as the tolerance rules see it: its name, its operands' shapes, its values.
 
     `shapes`: shapes of its operand arguments in argument order (input first, then filter / b / ...).
     `values`: its non-operand argument values by name, options-dictionary members merged in; an operand
@@ -72,7 +72,7 @@ class OpContext:
     values: Mapping[str, Any] = field(default_factory=dict)
 
 
-OpLike = str | OpContext
+OpLike = str | OpUnderTest
 
 
 # ------------------------------------------------------------------------------------------ the table
@@ -161,13 +161,13 @@ KNOWN_OPS: frozenset[str] = frozenset(ULP_TABLE) | ZERO_ULP | frozenset(ATOL_TAB
 
 # ---------------------------------------------------------------------------- shape-dependent rules
 
-def _shape(ctx: OpContext, i: int) -> tuple[int, ...]:
+def _shape(ctx: OpUnderTest, i: int) -> tuple[int, ...]:
     if len(ctx.shapes) <= i:
         raise ValueError(f"{ctx.name}: the tolerance rule needs the shape of operand argument {i}")
     return tuple(ctx.shapes[i])
 
 
-def _conv_ulp(ctx: OpContext) -> int:
+def _conv_ulp(ctx: OpUnderTest) -> int:
     """getConv2dPrecisionTolerance: filter window x input channels per group x 2 (a sliding dot product)."""
     x, w = _shape(ctx, 0), _shape(ctx, 1)
     v = ctx.values
@@ -183,7 +183,7 @@ def _conv_ulp(ctx: OpContext) -> int:
     return math.ceil(fw * fh * channels * 2 / groups)
 
 
-def _gemm_ulp(ctx: OpContext) -> int:
+def _gemm_ulp(ctx: OpUnderTest) -> int:
     """getGemmPrecisionTolerance: 2 x the dot-product width, +1 for alpha != 1, +1 (+1 more for beta != 1)
     when c is given."""
     a = _shape(ctx, 0)
@@ -200,7 +200,7 @@ def _gemm_ulp(ctx: OpContext) -> int:
     return tol
 
 
-def _pool_ulp(ctx: OpContext, dtype: str) -> int:
+def _pool_ulp(ctx: OpUnderTest, dtype: str) -> int:
     """getPoolingOperatorsPrecisionTolerance: window area + 2 for average/L2 pooling, 0 for max pooling."""
     if ctx.name == "maxPool2d":
         return 0
@@ -213,7 +213,7 @@ def _pool_ulp(ctx: OpContext, dtype: str) -> int:
     return h * w + 2
 
 
-def _reduction_ulp(ctx: OpContext) -> int:
+def _reduction_ulp(ctx: OpUnderTest) -> int:
     """getReductionOperatorsPrecisionTolerance: a budget from the number of reduced elements."""
     if ctx.name in ("reduceMax", "reduceMin"):
         return 0
@@ -233,7 +233,7 @@ def _reduction_ulp(ctx: OpContext) -> int:
     }[ctx.name]
 
 
-def _shaped_ulp(ctx: OpContext, dtype: str) -> int:
+def _shaped_ulp(ctx: OpUnderTest, dtype: str) -> int:
     name = ctx.name
     if name in ("conv2d", "convTranspose2d"):
         return _conv_ulp(ctx)
@@ -262,22 +262,22 @@ def _shaped_ulp(ctx: OpContext, dtype: str) -> int:
 
 # ---------------------------------------------------------------------------------------- public API
 
-def _context(op: OpLike, graph: OpContext | Mapping[str, Any] | None = None) -> OpContext:
-    if isinstance(op, OpContext):
+def _context(op: OpLike, graph: OpUnderTest | Mapping[str, Any] | None = None) -> OpUnderTest:
+    if isinstance(op, OpUnderTest):
         return op
-    if isinstance(graph, OpContext):
-        return OpContext(op, graph.shapes, graph.values)
+    if isinstance(graph, OpUnderTest):
+        return OpUnderTest(op, graph.shapes, graph.values)
     if graph is None:
-        return OpContext(op)
+        return OpUnderTest(op)
     shapes = tuple(tuple(int(d) for d in s) for s in graph.get("shapes", ()))
-    return OpContext(op, shapes, dict(graph.get("values", graph.get("options", {}))))
+    return OpUnderTest(op, shapes, dict(graph.get("values", graph.get("options", {}))))
 
 
-def tolerance_for(op: OpLike, dtype: str | np.dtype, graph: OpContext | Mapping[str, Any] | None = None
+def tolerance_for(op: OpLike, dtype: str | np.dtype, graph: OpUnderTest | Mapping[str, Any] | None = None
                   ) -> Tolerance:
     """The WPT tolerance of one operator for results of `dtype`.
 
-    `graph` describes the operator's operands and options where the rule depends on them (an OpContext, or a
+    `graph` describes the operator's operands and options where the rule depends on them (an OpUnderTest, or a
     mapping with `shapes` and `values`/`options`); shape-independent operators need none.
     """
     ctx = _context(op, graph)
@@ -354,7 +354,7 @@ def check(ops: Sequence[OpLike] | OpLike, actual: Any, expected: Any, dtype: str
     """
     dt = np.dtype(dtype).name if not isinstance(dtype, str) else dtype
     if tolerance is None:
-        tolerance = graph_tolerance([ops] if isinstance(ops, (str, OpContext)) else ops, dt)
+        tolerance = graph_tolerance([ops] if isinstance(ops, (str, OpUnderTest)) else ops, dt)
     act = np.asarray(actual).ravel()
     exp = np.asarray(expected).ravel()
     if act.size != exp.size:

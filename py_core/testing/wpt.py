@@ -29,7 +29,7 @@ import numpy as np
 
 from py_core.testing.tolerance import (
     MAX_INDEX_TO_VALIDATE,
-    OpContext,
+    OpUnderTest,
     Tolerance,
     check,
     graph_tolerance,
@@ -241,7 +241,7 @@ def _is_operand(value: Any, cls: type) -> bool:
     return isinstance(value, cls) or (isinstance(value, list) and bool(value) and isinstance(value[0], cls))
 
 
-def build_graph(graph: Mapping[str, Any]) -> tuple[Any, dict[str, np.ndarray], list[OpContext]]:
+def build_graph(graph: Mapping[str, Any]) -> tuple[Any, dict[str, np.ndarray], list[OpUnderTest]]:
     """Build a case's graph; returns (built Graph, input arrays by name, tolerance contexts of its ops)."""
     from py_core.builder import BuilderOperand, GraphBuilder
     from py_core.spec import OPS
@@ -259,7 +259,7 @@ def build_graph(graph: Mapping[str, Any]) -> tuple[Any, dict[str, np.ndarray], l
             operands[name] = builder.input(name, {"dataType": dtype, "shape": list(shape)})
             feeds[name] = to_array(spec_in["data"], dtype, shape)
 
-    contexts: list[OpContext] = []
+    contexts: list[OpUnderTest] = []
     for op in graph.get("operators", []):
         spec = OPS[op["name"]]
         positional: list[Any] = []
@@ -297,7 +297,7 @@ def build_graph(graph: Mapping[str, Any]) -> tuple[Any, dict[str, np.ndarray], l
                     raise ValueError(f"{op['name']} returned {len(result)} outputs, the case expects one")
                 result = result[0]
             operands[outs] = result
-        contexts.append(OpContext(op["name"], tuple(ctx_shapes), ctx_values))
+        contexts.append(OpUnderTest(op["name"], tuple(ctx_shapes), ctx_values))
 
     outputs = {}
     for name in graph.get("expectedOutputs", {}):

@@ -89,14 +89,24 @@ def test_wire_case_tags_operands_bigints_and_non_finite_numbers(tmp_path: Path) 
         "outputs": ["c", "d"],
     }
     wire = cases.wire_case(_case(tmp_path, graph)).to_json()
-    a, b = wire["inputs"]
-    assert np.frombuffer(base64.b64decode(a["data"]), "<i8").tolist() == [9007199254740993, -1]
-    assert b["constant"] and a["dataType"] == "int64"
-    clamp, concat = wire["operators"]
-    assert clamp["args"] == [{"$op": "a"}]
-    assert clamp["options"] == {"minValue": {"$big": "-5"}, "maxValue": {"$num": "Infinity"}}
-    assert concat["args"] == [{"$ops": ["b", "b"]}, 0] and concat["outputs"] == "d"
-    assert wire["outputs"] == ["c", "d"]
+    assert wire["format"] == "webnn-graph" and wire["version"] == 1 and "weights" not in wire
+    a, b = wire["inputs"]["a"], wire["constants"]["b"]
+    assert np.frombuffer(base64.b64decode(b["data"]["base64"]), "<f4").tolist() == [1, 2]
+    assert np.frombuffer(base64.b64decode(a["data"]["base64"]), "<i8").tolist() == [9007199254740993, -1]
+    assert a["dataType"] == "int64" and list(wire["inputs"]) == ["a"] and list(wire["constants"]) == ["b"]
+    clamp, concat = wire["operations"]
+    assert clamp["args"] == [{"$op": "a"}] and clamp["outputs"] == ["c"]
+    assert clamp["options"] == {"minValue": {"$n": "-5"}, "maxValue": {"$n": "Infinity"}}
+    assert concat["args"] == [[{"$op": "b"}, {"$op": "b"}], 0] and concat["outputs"] == ["d"]
+    assert wire["outputs"] == {"c": "c", "d": "d"}
+    # the same file, read back by py_core.graphfile, replays in CPython to the WPT harness's values
+    from py_core.graphfile import BigInt, loads, replay
+    from py_core.runtime.executor import prepare
+
+    back = loads(json.dumps(wire))
+    assert back.operations[0].options["minValue"] == BigInt(-5) and back.operations[0].options["maxValue"] == math.inf
+    out = prepare(replay(back)).run({"a": back.array("a")})
+    assert out["c"].tolist() == [9007199254740993, -1] and out["d"].tolist() == [1, 2, 1, 2]
 
 
 def test_tflite_models_become_cases_through_the_recording_loader() -> None:
@@ -109,40 +119,46 @@ def test_tflite_models_become_cases_through_the_recording_loader() -> None:
     assert case.tolerance == {"atol": 1e-3}
     assert not case.invalid and not case.has_expected and set(case.outputs) == {"regressors", "classificators"}
     wire = cases.wire_case(case).to_json()
-    constants = [i for i in wire["inputs"] if i["constant"]]
-    assert len(constants) > 50 and [i["name"] for i in wire["inputs"] if not i["constant"]] == ["input"]
+    assert len(wire["constants"]) > 50 and list(wire["inputs"]) == ["input"]
     from web.bench.reference import run_reference
 
     outcome = run_reference(case, repeat=0)
     assert outcome.status == "ok" and outcome.outputs["regressors"].shape == (1, 896, 16)
 
 
-def test_program_values_become_graph_arguments() -> None:
-    from web.bench.models import program_graph
+def test_graph_file_values_become_graph_case_arguments() -> None:
+    from py_core import graphfile as gf
+    from web.bench.cases import file_graph
 
-    weights = np.arange(4, dtype=np.float32).tobytes()
-    program = {
-        "inputs": {"x": {"dataType": "float32", "shape": [4]}},
-        "outputs": {"y": {"operand": 2, "dataType": "float32", "shape": [4]}},
-        "steps": [
-            {"id": 0, "input": "x", "desc": {"dataType": "float32", "shape": [4]}},
-            {"id": 1, "constant": {"offset": 0, "byteLength": 16}, "desc": {"dataType": "float32", "shape": [4]}},
-            {
-                "op": "clamp",
-                "args": [{"operand": 0}],
-                "options": {"maxValue": {"number": "Infinity"}},
-                "out": [2],
-                "descs": [{"dataType": "float32", "shape": [4]}],
-            },
-        ],
-    }
-    g = program_graph(program, weights, (-1.0, 1.0))
+    rb = gf.Recorder()
+    x = rb.input("x", {"dataType": "float32", "shape": [4]})
+    k = rb.constant({"dataType": "float32", "shape": [4]}, np.arange(4, dtype=np.float32))
+    y = rb.clamp(rb.add(x, k), maxValue=math.inf)
+    g = file_graph(rb.build({"y": y}), (-1.0, 1.0))
     assert g["outputs"] == ["y"] and g["inputs"]["x"]["data"] == {"random": {"seed": 0, "low": -1.0, "high": 1.0}}
-    assert g["inputs"]["t1"]["constant"] and g["operators"][0]["outputs"] == "y"
-    assert g["operators"][0]["arguments"] == [{"arg0": "x"}, {"options": {"maxValue": math.inf}}]
+    assert g["inputs"]["t1"]["constant"] and g["operators"][0]["arguments"] == [{"arg0": "x"}, {"arg1": "t1"}]
+    assert g["operators"][1] == {"name": "clamp", "arguments": [{"arg0": "t2"}, {"options": {"maxValue": math.inf}}],
+                                 "outputs": "y"}
 
 
 # ---------------------------------------------------------------------------------------------- compare
+
+
+def test_graph_files_are_cases_too() -> None:
+    """A graph file (the gallery's recorded digits network here) is a case: the wire form is the same file."""
+    from py_core import graphfile as gf
+    from web.bench.reference import run_reference
+
+    path = Path(__file__).resolve().parents[2] / "web" / "gallery" / "models" / "digits.json"
+    (case,) = cases.select(str(path))
+    assert case.id == "graph:digits/digits" and case.model == "digits" and not case.invalid
+    wire = cases.wire_case(case)
+    original = gf.load(path)
+    assert [op.op for op in wire.operations] == [op.op for op in original.operations]
+    for name in original.constants:
+        assert wire.array(name).tobytes() == original.array(name).tobytes()
+    outcome = run_reference(case, repeat=0)
+    assert outcome.status == "ok" and outcome.outputs["probabilities"].shape == (1, 10)
 
 
 def test_distance_in_ulp_and_absolute_error_per_data_type() -> None:

@@ -14,11 +14,8 @@ reported.  Firefox has no navigator.ml: the polyfill holds the global names.
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,19 +26,10 @@ from web.browsers import launch_args
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[2]
 RELATIVE_TOLERANCE = 1e-3
 ORT_MODELS = ("mobilenetv2", "encoder", "lstm_gru")
 # three MediaPipe models of different shapes: segmentation (with a custom transposed conv), detection, landmarks
 LITERT_MODELS = ("selfie_segmentation", "face_detection_short_range", "hand_landmark_lite")
-
-
-def _load(name: str, path: Path) -> Any:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = sys.modules.setdefault(name, importlib.util.module_from_spec(spec))
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module", params=["as-installed", "native-usable"])
@@ -163,8 +151,9 @@ def test_litert_webnn_accelerator_matches_its_wasm_path(model: str, clients_page
     if not clients_page.native_probe["jspi"]:
         pytest.skip("this browser has no JSPI (WebAssembly.Suspending): LiteRT.js's WebNN delegate is only in its "
                     "JSPI build, so it cannot call WebNN here")
-    core_models = _load("webnn_core_tflite_models", ROOT / "tests" / "core" / "test_tflite_models.py")
-    x = core_models.model_input(model)  # the astronaut photo as MediaPipe feeds this model
+    from web.mediapipe_reference import model_input
+
+    x = model_input(model)  # the astronaut photo as MediaPipe feeds this model
     payload = {"model": f"/models/{model}.tflite", "input": base64.b64encode(x.tobytes()).decode(),
                "shape": list(x.shape), "iterations": 3}
 

@@ -75,9 +75,9 @@ EXPECTED: dict[str, tuple[Any, Any, Any]] = {
                               {"onPrototype": True, "value": "false"}),
     "createContext({deviceType})": (["ok", "TypeError"], ["ok", "TypeError"], ["ok", "ok"]),
     "MLContext.compute()": ("undefined", "function", "undefined"),
-    "MLContext.createExportableTensor(), MLContext.exportToGPU()": (["function"] * 2, ["undefined"] * 2,
+    "MLContext.createExportableTensor(), MLContext.exportToGPU()": (["function"] * 2, ["function"] * 2,
                                                                     ["undefined"] * 2),
-    "MLTensor.gpuDevice": (True, False, False),
+    "MLTensor.gpuDevice": (True, True, False),
     "int4 data type": ([True] * 3, [False] * 3, [False] * 3),
 }
 

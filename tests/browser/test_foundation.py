@@ -10,7 +10,7 @@ import pytest
 import torch
 from pages import open_page
 
-from py_core.testing.tolerance import OpContext, check, graph_tolerance
+from py_core.testing.tolerance import OpUnderTest, check, graph_tolerance
 from web.browsers import launch_args
 
 pytestmark = pytest.mark.browser
@@ -76,12 +76,12 @@ def test_conv_to_softmax_graph_matches_float64_reference(webnn_page: Any) -> Non
                              "probs": [1, 10], "dataType": "float32"}
     expected = _reference(data["x"], data["w"], data["bias"], data["fc"], data["fcBias"])
     ops = [
-        OpContext("conv2d", ((1, 3, 16, 16), (8, 3, 3, 3)), {"padding": [1, 1, 1, 1]}),
+        OpUnderTest("conv2d", ((1, 3, 16, 16), (8, 3, 3, 3)), {"padding": [1, 1, 1, 1]}),
         "add", "relu",
-        OpContext("averagePool2d", ((1, 8, 16, 16),), {"windowDimensions": [4, 4]}),
+        OpUnderTest("averagePool2d", ((1, 8, 16, 16),), {"windowDimensions": [4, 4]}),
         "reshape",
-        OpContext("gemm", ((1, 128), (128, 10)), {"c": True}),
-        OpContext("softmax", ((1, 10),), {"axis": 1}),
+        OpUnderTest("gemm", ((1, 128), (128, 10)), {"c": True}),
+        OpUnderTest("softmax", ((1, 10),), {"axis": 1}),
     ]
     tolerance = graph_tolerance(ops, "float32")
     for name in ("dispatched", "computed"):

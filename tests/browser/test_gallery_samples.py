@@ -336,8 +336,8 @@ def test_converted_programs_come_back_from_the_browser_cache(gallery: Gallery) -
       const first = await loadProgram('face_detection_short_range');
       const again = await loadProgram('face_detection_short_range', {memory: false});
       const same = new Uint8Array(first.weights).every((b, i) => b === new Uint8Array(again.weights)[i]);
-      return {first: first.source, again: again.source, steps: [first.program.steps.length,
-              again.program.steps.length], same, bytes: [first.weights.byteLength, again.weights.byteLength]};
+      return {first: first.source, again: again.source, steps: [first.program.operations.length,
+              again.program.operations.length], same, bytes: [first.weights.byteLength, again.weights.byteLength]};
     }""")
     assert got["first"] == "converted" and got["again"] == "cache", got
     assert got["steps"][0] == got["steps"][1] and got["bytes"][0] == got["bytes"][1] and got["same"]

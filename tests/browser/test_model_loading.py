@@ -41,5 +41,5 @@ def test_model_loading_checks_wheels_then_converts_in_the_execution_worker(webnn
     bad = _load(webnn_page, b"not a flatbuffer at all, 40 bytes long..")
     assert bad["error"] == "DataError" and bad["message"].startswith("m.tflite: not a TFLite model"), bad
     good = _load(webnn_page, model)
-    assert good["json"]["format"] == "webnn-program" and good["weights"] == good["json"]["weights"]["byteLength"]
+    assert good["json"]["format"] == "webnn-graph" and good["weights"] == good["json"]["weights"]["byteLength"]
     assert set(good["json"]["inputs"]) and set(good["json"]["outputs"])

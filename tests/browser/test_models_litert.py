@@ -7,9 +7,6 @@ that runs the polyfill, each judged against LiteRT on the CPU, so a difference i
 from __future__ import annotations
 
 import base64
-import importlib.util
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,26 +19,23 @@ pytest.importorskip("ai_edge_litert.interpreter")
 pytest.importorskip("skimage.data")
 
 from py_core.loaders.recording import record_tflite  # noqa: E402
-
-_HERE = Path(__file__).resolve().parent
-_spec = importlib.util.spec_from_file_location("webnn_core_tflite_models", _HERE.parent / "core" / "test_tflite_models.py")
-assert _spec is not None and _spec.loader is not None
-core_models = sys.modules.setdefault("webnn_core_tflite_models", importlib.util.module_from_spec(_spec))
-_spec.loader.exec_module(core_models)
+from web import mediapipe_reference as core_models  # noqa: E402
+from web.mediapipe_models import model_path  # noqa: E402
 
 RUN_JS = r"""
 async ({name, outputs, native = false}) => {
-  const {buildGraph} = await import('/gallery/lib/replay.js');
+  const {buildGraph, descriptors} = await import('/lib/graphfile.js');
   const fetchBytes = async (what) => (await fetch(`/__models_litert/${name}.${what}`)).arrayBuffer();
   const program = JSON.parse(new TextDecoder().decode(await fetchBytes('json')));
   const [weights, input] = await Promise.all([fetchBytes('bin'), fetchBytes('input')]);
   const ctx = native ? window.__nctx : window.__ctx;
   const graph = await buildGraph(program, weights, ctx, native ? MLGraphBuilder : webnnPolyfill.MLGraphBuilder);
   const [inName, inDesc] = Object.entries(program.inputs)[0];
-  const inTensor = await ctx.createTensor({...inDesc, writable: true});
+  const inTensor = await ctx.createTensor({dataType: inDesc.dataType, shape: inDesc.shape, writable: true});
+  const descs = descriptors(program);
   const outTensors = {};
   for (const o of outputs) {
-    const d = program.outputs[o];
+    const d = descs[program.outputs[o]];
     outTensors[o] = await ctx.createTensor({dataType: d.dataType, shape: d.shape, readable: true});
   }
   ctx.writeTensor(inTensor, new Float32Array(input));
@@ -63,8 +57,8 @@ def _run(page: Any, name: str, native: bool = False) -> tuple[dict[str, np.ndarr
     """The model on one implementation of the page: (outputs, LiteRT's outputs, ms of one dispatch + read)."""
     x = core_models.model_input(name)
     reference = core_models.litert_outputs(name, x)
-    program = record_tflite(core_models.models.model_path(name), name)
-    files = {"json": program.dumps().encode(), "bin": program.weights, "input": x.tobytes()}
+    graph = record_tflite(model_path(name), name)
+    files = {"json": graph.dumps().encode(), "bin": graph.weights, "input": x.tobytes()}
 
     def serve(route: Any) -> None:
         what = route.request.url.rsplit(".", 1)[1]

@@ -51,4 +51,5 @@ def const(b: GraphBuilder, shape: tuple[int, ...], seed: int = 1, dtype: str = "
 
 
 def ops_of(exe: Executable) -> list[str]:
-    return [s.op for s in exe.steps]
+    """Each step's operator, with the compiler's bound kernel in brackets: "conv2d[im2col]", "add[in-place]"."""
+    return [f"{s.op}[{s.variant}]" if s.variant else s.op for s in exe.steps]

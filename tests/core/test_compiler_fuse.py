@@ -39,7 +39,7 @@ def test_gemm_and_matmul_fuse_and_a_shared_value_does_not() -> None:
 def test_sigmoid_keeps_tiny_values_where_exp_overflows() -> None:
     import numpy as np
 
-    from py_core.compiler.kernels import sigmoid_inplace
+    from py_core.kernels.activation import sigmoid_inplace
 
     x = np.array([-100.0, -88.5, -20.0, 0.0, 20.0, 100.0, np.inf, -np.inf, np.nan], np.float32)
     y = x.copy()
@@ -54,3 +54,24 @@ def test_float16_chains_do_not_fuse() -> None:
         return {"y": b.relu(b.matmul(x, const(b, (5, 4), dtype="float16")))}
 
     assert ops_of(compare(make, FUSE, rtol=1e-3, atol=1e-3)) == ["matmul", "relu"]
+
+
+def test_fusion_without_packing_runs_the_epilogue_after_the_reference_kernel() -> None:
+    def make(b):
+        x = b.input("x", {"dataType": "float32", "shape": [1, 3, 6, 6]})
+        y = b.conv2d(x, const(b, (4, 3, 3, 3)), padding=[1, 1, 1, 1])
+        y = b.mul(const(b, (1, 4, 1, 1), seed=2), b.add(y, const(b, (1, 4, 1, 1), seed=3)))
+        return {"y": b.sigmoid(b.clamp(y, minValue=-1, maxValue=2))}
+
+    assert ops_of(compare(make, only(fuse=True))) == ["conv2d[fused]"]
+
+
+def test_a_computed_operand_or_a_growing_constant_ends_the_chain() -> None:
+    def make(b):
+        x = b.input("x", {"dataType": "float32", "shape": [3, 5]})
+        z = b.input("z", {"dataType": "float32", "shape": [3, 4]})
+        m = b.add(b.matmul(x, const(b, (5, 4))), z)  # z is not a constant: the add stays
+        n = b.sub(const(b, (4,), seed=2), b.matmul(x, const(b, (5, 4), seed=3)))  # constant - y: not in place
+        return {"m": m, "n": n}
+
+    assert ops_of(compare(make, FUSE)) == ["matmul[packed]", "add", "matmul[packed]", "sub"]

@@ -1,7 +1,7 @@
 """py_core.bridge.model_loader: what the execution worker's `loadModel` gives the gallery, in CPython.
 
 The engine (polyfill/src/engine.js) passes the model as a JS Uint8Array proxy, of which the loader uses only
-`to_bytes()`, and takes [error json or None, (program JSON, weights)] back."""
+`to_bytes()`, and takes [error json or None, (graph file JSON, weights)] back."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ class Uint8ArrayProxy:
         return self.data
 
 
-def test_a_model_comes_back_as_the_recorded_program_and_its_weights() -> None:
+def test_a_model_comes_back_as_its_graph_file_and_weights() -> None:
     pytest.importorskip("tflite")
     try:
         path = models.model_path("selfie_segmentation")
@@ -33,8 +33,9 @@ def test_a_model_comes_back_as_the_recorded_program_and_its_weights() -> None:
     err, (text, weights) = model_loader.record_tflite(Uint8ArrayProxy(path.read_bytes()), "selfie.tflite")
     assert err is None
     direct = record_tflite(path, "selfie.tflite")
-    assert json.loads(text) == direct.json and bytes(weights) == bytes(direct.weights)
-    assert memoryview(weights).nbytes == direct.json["weights"]["byteLength"]
+    assert json.loads(text) == direct.to_json() and bytes(weights) == bytes(direct.weights)
+    assert json.loads(text)["format"] == "webnn-graph"
+    assert memoryview(weights).nbytes == direct.to_json()["weights"]["byteLength"]
 
 
 def test_a_file_that_is_not_a_model_is_a_data_error_naming_it() -> None:

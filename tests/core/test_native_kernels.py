@@ -148,26 +148,33 @@ def test_the_wrappers_refuse_what_the_kernels_cannot_handle_in_bounds() -> None:
     taps = np.ones((2, 3, 3), np.float32)
     args = ((1, 1), (1, 1), (1, 1), (1, 2, 5, 5), None, native.ACT_NONE, 0.0, 0.0)
     assert native.depthwise(x, taps, "nchw", *args).shape == (1, 2, 5, 5)
-    with pytest.raises(native.NativeRangeError):  # a strided view: the kernel indexes it as contiguous
+    # a strided view: the kernel indexes it as contiguous
+    with pytest.raises(native.NativeRangeError, match=r"^C kernel depthwise_nchw: refused before the call"):
         native.depthwise(np.zeros((1, 2, 5, 10), np.float32)[..., ::2], taps, "nchw", *args)
-    with pytest.raises(native.NativeRangeError):  # padding past 2^63: ctypes.c_int64 would wrap it negative
+    # padding past 2^63: ctypes.c_int64 would wrap it negative
+    with pytest.raises(native.NativeRangeError, match=r"^C kernel depthwise_nchw: refused before the call"):
         native.depthwise(x, taps, "nchw", (1, 1), (1, 1), (2**63, 1), *args[3:])
-    with pytest.raises(native.NativeRangeError):  # an output shape the input does not have
+    # an output shape the input does not have
+    with pytest.raises(native.NativeRangeError, match=r"^C kernel depthwise_nchw: refused before the call"):
         native.depthwise(x, taps, "nchw", (1, 1), (1, 1), (1, 1), (1, 3, 5, 5), None, native.ACT_NONE, 0.0, 0.0)
-    with pytest.raises(native.NativeRangeError):  # operands that do not chain
+    # operands that do not chain
+    with pytest.raises(native.NativeRangeError, match=r"^C kernel sgemm operands: refused"):
         native.sgemm(np.ones((2, 3), np.float32), np.ones((4, 5), np.float32))
     tables = [np.array([0, 7], np.int32), np.array([1, 7], np.int32), np.ones(2, np.float32), np.zeros(2, np.float32)]
-    with pytest.raises(native.NativeRangeError):  # a source index past the input
+    # a source index past the input
+    with pytest.raises(native.NativeRangeError, match=r"^C kernel resample_linear tables: refused"):
         native.resample_linear(np.zeros((1, 4, 4), np.float32), 1, tuple(tables), tuple(tables))
 
 
 def test_packed_conv2d_keeps_numpy_when_the_geometry_does_not_fit() -> None:
     """The one check where the kernel is chosen: out of range, the NumPy kernel runs (never the C call)."""
     from py_core.compiler.kernels import PackedConv2d
+    from py_core.kernels.convolution import conv2d_nhwc
+    from py_core.kernels.matrix import matmul2d
 
     w = np.ones((3, 3, 1, 2), np.float32)
     common = {"padding": [1, 1, 1, 1], "strides": [1, 1], "groups": 2, "layout": "nchw", "in_shape": (1, 2, 4, 4),
-              "out_shape": (1, 2, 4, 4), "posts": []}
+              "out_shape": (1, 2, 4, 4), "reference": conv2d_nhwc, "product": matmul2d}
     assert PackedConv2d(w, None, dilations=[1, 1], **common).native_fits
     # not a valid WebNN dilation (> 2^32 - 1): only reachable from Python, and refused for the C kernels
     assert not PackedConv2d(w, None, dilations=[2**62, 1], **common).native_fits

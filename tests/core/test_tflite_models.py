@@ -1,9 +1,10 @@
 """Five real MediaPipe models through the TFLite loader vs native LiteRT, on a real photo.
 
 Inputs: `skimage.data.astronaut()` (512x512 RGB), preprocessed as each model's MediaPipe graph does
-(web/mediapipe_models.py): resized to the model's input (the photo is square, so letterboxing adds no border),
-scaled to its value range.  face_landmark gets the face rectangle face detection finds (expanded 1.5x, as
-MediaPipe's FaceDetectionFrontDetectionToRoi does); hand_landmark_lite the lower-left crop with her glove.
+(web/mediapipe_reference.py, beside the tolerances below): resized to the model's input (the photo is square,
+so letterboxing adds no border), scaled to its value range.  face_landmark gets the face rectangle face
+detection finds (expanded 1.5x, as MediaPipe's FaceDetectionFrontDetectionToRoi does); hand_landmark_lite the
+lower-left crop with her glove.
 
 Reference: `ai_edge_litert` 2.3.0, 1 thread, default op resolver (XNNPACK delegate).  It runs all five models,
 including selfie_segmentation's custom `Convolution2DTransposeBias`: the XNNPACK delegate implements that
@@ -36,48 +37,13 @@ import numpy as np
 import pytest
 
 pytest.importorskip("tflite")
-litert = pytest.importorskip("ai_edge_litert.interpreter")
+pytest.importorskip("ai_edge_litert.interpreter")
 skimage_data = pytest.importorskip("skimage.data")
 skimage_transform = pytest.importorskip("skimage.transform")
 
 from py_core.loaders import run_model  # noqa: E402
 from web import mediapipe_models as models  # noqa: E402
-
-TOLERANCE: dict[str, dict[str, float]] = {
-    "selfie_segmentation": {"activation_10": 5e-4},
-    "face_detection_short_range": {"regressors": 1e-3, "classificators": 1e-3},
-    "face_landmark": {"conv2d_21": 1e-3, "conv2d_31": 1e-4},
-    "hand_landmark_lite": {"Identity": 1e-3, "Identity_1": 1e-5, "Identity_2": 1e-5, "Identity_3": 1e-5},
-    "pose_detection": {"Identity": 5e-3, "Identity_1": 5e-3},
-}
-
-# (rows, columns) of the 512x512 photo each model sees; None: the whole photo
-CROPS: dict[str, tuple[slice, slice] | None] = {
-    # face detection's box on this photo: centre (226, 129), side 94 px; x1.5 as MediaPipe's face ROI
-    "face_landmark": (slice(58, 200), slice(155, 297)),
-    "hand_landmark_lite": (slice(400, 512), slice(100, 212)),
-}
-
-
-def model_input(name: str) -> np.ndarray:
-    """The astronaut photo as model `name` expects it: NHWC float32 in its value range."""
-    info = models.MODELS[name]
-    image = skimage_data.astronaut()
-    crop = CROPS.get(name)
-    if crop is not None:
-        image = image[crop]
-    lo, hi = info.value_range
-    # anti-aliased resize to [0, 1] (float64), then one affine map and one rounding to float32
-    resized = skimage_transform.resize(image, info.size, anti_aliasing=True)
-    return (resized * (hi - lo) + lo).astype(np.float32)[None]
-
-
-def litert_outputs(name: str, x: np.ndarray) -> dict[str, np.ndarray]:
-    it = litert.Interpreter(model_path=str(models.model_path(name)), num_threads=1)
-    it.allocate_tensors()
-    it.set_tensor(it.get_input_details()[0]["index"], x)
-    it.invoke()
-    return {d["name"]: it.get_tensor(d["index"]).copy() for d in it.get_output_details()}
+from web.mediapipe_reference import TOLERANCE, litert_outputs, model_input  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,9 @@ Random descriptors (every data type, ranks 0-5, dimensions 1-5 and now and then 
 values (integers negative and huge, floats with NaN/inf, enum strings real and bogus, sequences of any length,
 values of the wrong kind) are fed to `py_core.spec.validate` for every row of `py_core.spec.OPS`.  An
 IndexError, ValueError, ZeroDivisionError, OverflowError, AssertionError... from an `infer` is a bug: the
-page would see an engine crash instead of the TypeError the spec requires.
+page would see an engine crash instead of the TypeError the spec requires.  A call that validates must also
+keep its options as they were and infer the same outputs from its normalized options
+(tests/core/normalization_check.py).
 https://www.w3.org/TR/webnn/#api-mlgraphbuilder
 """
 
@@ -16,6 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from normalization_check import check_normalization
 
 from py_core.errors import WebNNTypeError
 from py_core.spec import OPS, validate
@@ -238,11 +241,10 @@ def mutated(draw: st.DrawFn, spec: OpSpec) -> tuple[dict[str, Any], dict[str, An
     return operands, values
 
 
-def _check_outputs(spec: OpSpec, outs: Any, options: Any) -> None:
+def _check_outputs(spec: OpSpec, outs: Any) -> None:
     assert isinstance(outs, list) and outs, f"{spec.name}: no outputs"
     if spec.returns == "operand":
         assert len(outs) == 1, f"{spec.name}: {len(outs)} outputs for a single-output operator"
-    assert isinstance(options, dict)
     for d in outs:
         assert isinstance(d, OperandDescriptor), f"{spec.name}: output {d!r} is not a descriptor"
         assert isinstance(d.data_type, DataType)
@@ -253,7 +255,7 @@ def _check_outputs(spec: OpSpec, outs: Any, options: Any) -> None:
 
 def _validate(spec: OpSpec, operands: dict[str, Any], values: dict[str, Any]) -> None:
     try:
-        outs, options = validate(spec, operands, values, "fuzz")
+        outs = validate(spec, operands, values, "fuzz")
     except WebNNTypeError as e:
         assert str(e).startswith(f"[fuzz] {spec.name}:"), f"error does not name the op and label: {e}"
         return
@@ -261,7 +263,8 @@ def _validate(spec: OpSpec, operands: dict[str, Any], values: dict[str, Any]) ->
         print(f"VALIDATOR CRASH in {spec.name}: {type(e).__name__}: {e}\n  operands={operands}\n"
               f"  values={values}")
         raise
-    _check_outputs(spec, outs, options)
+    _check_outputs(spec, outs)
+    check_normalization(spec, operands, values)
 
 
 @pytest.mark.parametrize("name", sorted(OPS))
@@ -284,5 +287,5 @@ def test_seed_calls_are_valid(name: str) -> None:
     """The fuzzer's seeds must be valid calls, or mutating them explores nothing."""
     if name not in OPS:
         pytest.fail(f"{name} has no spec row")
-    outs, _ = validate(OPS[name], *_seed_operands(OPS[name]), "seed")
-    _check_outputs(OPS[name], outs, {})
+    outs = validate(OPS[name], *_seed_operands(OPS[name]), "seed")
+    _check_outputs(OPS[name], outs)

@@ -56,7 +56,7 @@ def test_ulp_distance_on_bit_patterns() -> None:
 
 
 def test_tolerance_table_rules() -> None:
-    from py_core.testing.tolerance import OpContext, Tolerance, check, graph_tolerance, tolerance_for
+    from py_core.testing.tolerance import OpUnderTest, Tolerance, check, graph_tolerance, tolerance_for
 
     assert tolerance_for("add", "float32") == Tolerance(ulp=1)
     assert tolerance_for("sigmoid", "float16") == Tolerance(ulp=10)
@@ -65,18 +65,18 @@ def test_tolerance_table_rules() -> None:
     assert tolerance_for("quantizeLinear", "uint8") == Tolerance(ulp=1)
     assert tolerance_for("add", "int32") == Tolerance()
     # conv2d: filter window x input channels / groups x 2, with layouts
-    conv = OpContext("conv2d", ((1, 5, 5, 4), (3, 3, 2, 6)), {"inputLayout": "nhwc", "filterLayout": "hwio",
+    conv = OpUnderTest("conv2d", ((1, 5, 5, 4), (3, 3, 2, 6)), {"inputLayout": "nhwc", "filterLayout": "hwio",
                                                               "groups": 2})
     assert tolerance_for(conv, "float32").ulp == 3 * 3 * 2 * 2
-    assert tolerance_for(OpContext("matmul", ((2, 7), (7, 3))), "float32").ulp == 14
-    gemm = OpContext("gemm", ((4, 5), (5, 2), (2,)), {"c": "gemmC", "alpha": 2.0, "beta": 0.5})
+    assert tolerance_for(OpUnderTest("matmul", ((2, 7), (7, 3))), "float32").ulp == 14
+    gemm = OpUnderTest("gemm", ((4, 5), (5, 2), (2,)), {"c": "gemmC", "alpha": 2.0, "beta": 0.5})
     assert tolerance_for(gemm, "float32").ulp == 5 * 2 + 3
-    assert tolerance_for(OpContext("softmax", ((3, 6),), {"axis": 1}), "float32").ulp == 21
-    red = OpContext("reduceL2", ((2, 3, 4),), {"axes": [0, -1]})
+    assert tolerance_for(OpUnderTest("softmax", ((3, 6),), {"axis": 1}), "float32").ulp == 21
+    red = OpUnderTest("reduceL2", ((2, 3, 4),), {"axes": [0, -1]})
     assert tolerance_for(red, "float32").ulp == 8 * 2 + 2
-    assert tolerance_for(OpContext("reduceSum", ((2, 3),), {"axes": []}), "float32").ulp == 1
-    assert tolerance_for(OpContext("averagePool2d", ((1, 2, 4, 4),)), "float32").ulp == 18
-    assert tolerance_for(OpContext("resample2d", ((1, 1, 2, 2),), {"mode": "linear"}), "float16").ulp == 10
+    assert tolerance_for(OpUnderTest("reduceSum", ((2, 3),), {"axes": []}), "float32").ulp == 1
+    assert tolerance_for(OpUnderTest("averagePool2d", ((1, 2, 4, 4),)), "float32").ulp == 18
+    assert tolerance_for(OpUnderTest("resample2d", ((1, 1, 2, 2),), {"mode": "linear"}), "float16").ulp == 10
     # a graph sums its operators' budgets
     assert graph_tolerance(["add", "sigmoid", "transpose"], "float32") == Tolerance(ulp=35)
     assert check(["exp"], [1.0000001], [1.0], "float32").ok

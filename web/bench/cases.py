@@ -1,5 +1,5 @@
-"""Bench cases: the vendored WPT vectors and JSON graph files, normalized to one form, plus the "wire case"
-the page-side runner (static/bench.js) builds with any MLGraphBuilder.
+"""Bench cases: the vendored WPT vectors and JSON graph files, normalized to one form, plus the graph file
+(py_core/graphfile.py, docs/graph-file.md) the page-side runner (static/bench.js) replays with any MLGraphBuilder.
 
 A case's graph is the WPT conformance form (see py_core/testing/wpt.py and the README section "Graph JSON
 format"): `inputs` (descriptor, data, constant), `operators` (name, arguments, outputs), `expectedOutputs`
@@ -25,12 +25,13 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from py_core import graphfile as gf
 from py_core.testing import wpt
 from web.settings import REPO_ROOT
 
@@ -142,9 +143,15 @@ def _graph_case(prefix: str, name: str, graph: Mapping[str, Any], source: str, m
 
 
 def load_graph_file(path: str | Path) -> list[BenchCase]:
-    """The cases of one graph JSON file: a single graph, or {"tests": [{"name", "graph", ...}]}."""
+    """The cases of one graph JSON file: a single graph, {"tests": [{"name", "graph", ...}]}, or a graph file
+    (docs/graph-file.md: a recorded model, a bench graph) with its weights beside it."""
     path = Path(path)
-    return load_graph_data(json.loads(path.read_text(encoding="utf-8")), path.stem, str(path))
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if data.get("format") == gf.FORMAT:
+        graph = gf.load(path)
+        name = graph.name or path.stem
+        return [_graph_case(f"graph:{path.stem}", name, file_graph(graph), str(path), {"model": name, **graph.meta})]
+    return load_graph_data(data, path.stem, str(path))
 
 
 def load_graph_data(data: Mapping[str, Any], stem: str | None = None, source: str = "") -> list[BenchCase]:
@@ -157,6 +164,60 @@ def load_graph_data(data: Mapping[str, Any], stem: str | None = None, source: st
         return [_graph_case(prefix, t["name"], t["graph"], source, {**data, **t}) for t in data["tests"]]
     graph = data.get("graph", data)
     return [_graph_case(prefix, str(data.get("name", stem)), graph, source, data)]
+
+
+def _case_value(v: Any) -> Any:
+    """A graph-file value as a graph-case argument: operands by name, bigints as "<n>n" (WPT's spelling)."""
+    if isinstance(v, gf.OperandRef):
+        return v.name
+    if isinstance(v, gf.BigInt):
+        return f"{int(v)}n"
+    if isinstance(v, list):
+        return [_case_value(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _case_value(x) for k, x in v.items()}
+    return v
+
+
+def file_graph(graph: gf.GraphFile, value_range: tuple[float, float] = (0.0, 1.0)) -> dict[str, Any]:
+    """A graph file (docs/graph-file.md) as a case's graph: the file's input values, else seeded random ones in
+    `value_range`; constants as base64."""
+    renamed = {v: k for k, v in graph.outputs.items()}  # the case names outputs as the model does
+    inputs: dict[str, Any] = {}
+    low, high = value_range
+    for name, entry in graph.inputs.items():
+        data = graph.array(name)
+        inputs[name] = {
+            "descriptor": {"dataType": entry["dataType"], "shape": entry["shape"]},
+            "data": {"random": {"seed": len(inputs), "low": low, "high": high}} if data is None
+            else {"base64": base64.b64encode(data.astype(entry["dataType"]).tobytes()).decode()},
+        }
+    for name, entry in graph.constants.items():
+        inputs[renamed.get(name, name)] = {
+            "descriptor": {"dataType": entry["dataType"], "shape": entry["shape"]},
+            "data": {"base64": base64.b64encode(graph.array(name).astype(entry["dataType"]).tobytes()).decode()},
+            "constant": True,
+        }
+
+    def named(v: Any) -> Any:
+        return gf.OperandRef(renamed.get(v.name, v.name)) if isinstance(v, gf.OperandRef) else v
+
+    operators: list[dict[str, Any]] = []
+    for op in graph.operations:
+        outs = [renamed.get(o, o) for o in op.outputs]
+        args = [{f"arg{i}": _case_value(_deep(a, named))} for i, a in enumerate(op.args)]
+        if op.options:
+            args.append({"options": _case_value(_deep(op.options, named))})
+        operators.append({"name": op.op, "arguments": args, "outputs": outs if len(outs) > 1 else outs[0]})
+    return {"inputs": inputs, "operators": operators, "outputs": list(graph.outputs)}
+
+
+def _deep(v: Any, fn: Any) -> Any:
+    if isinstance(v, list):
+        return [_deep(x, fn) for x in v]
+    if isinstance(v, dict):
+        return {k: _deep(x, fn) for k, x in v.items()}
+    return fn(v)
 
 
 def load_wpt(
@@ -243,32 +304,30 @@ def _wpt_dir() -> Path:
 # -------------------------------------------------------------------------------------------- wire form
 
 
-def _tag(value: Any, kind: str | None, operand_names: set[str]) -> Any:
-    """One argument for bench.js: operands become {$op}/{$ops}, BigInts {$big}, non-finite numbers {$num}."""
+def _value(value: Any, kind: str | None, operand_names: set[str]) -> Any:
+    """One WPT argument as a graph-file value: operand names become OperandRefs, "5n" a BigInt, "Infinity" a
+    float (py_core.graphfile then writes each in its one JSON form)."""
     from py_core.spec.table import OPERAND, OPERANDS
 
     if isinstance(value, str) and (kind == OPERAND or (kind is None and value in operand_names)):
-        return {"$op": value}
+        return gf.OperandRef(value)
     if (
         isinstance(value, list)
         and value
         and all(isinstance(v, str) for v in value)
         and (kind == OPERANDS or (kind is None and all(v in operand_names for v in value)))
     ):
-        return {"$ops": list(value)}
+        return [gf.OperandRef(v) for v in value]
     if isinstance(value, str) and _BIGINT_RE.match(value):
-        return {"$big": value[:-1]}
+        return gf.BigInt(int(value[:-1]))
     if isinstance(value, str) and value in _NON_FINITE:
-        return {"$num": {"inf": "Infinity", "-inf": "-Infinity", "nan": "NaN"}.get(value, value)}
+        return float(value.replace("Infinity", "inf"))
     if isinstance(value, str):
-        decoded = wpt.decode_scalar(value)
-        return decoded if not isinstance(decoded, str) else value
-    if isinstance(value, float) and not np.isfinite(value):
-        return {"$num": "NaN" if np.isnan(value) else ("Infinity" if value > 0 else "-Infinity")}
+        return wpt.decode_scalar(value)
     if isinstance(value, list):
-        return [_tag(v, None, operand_names) for v in value]
+        return [_value(v, None, operand_names) for v in value]
     if isinstance(value, dict):
-        return {k: _tag(v, None, operand_names) for k, v in value.items()}
+        return {k: _value(v, None, operand_names) for k, v in value.items()}
     return value
 
 
@@ -292,53 +351,42 @@ def input_arrays(case: BenchCase) -> dict[str, np.ndarray]:
     return out
 
 
-@dataclass
-class WireCase:
-    """What static/bench.js builds: inputs as little-endian base64 bytes, arguments tagged."""
-
-    id: str
-    inputs: list[dict[str, Any]] = field(default_factory=list)
-    operators: list[dict[str, Any]] = field(default_factory=list)
-    outputs: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON object bench.js takes."""
-        return {"id": self.id, "inputs": self.inputs, "operators": self.operators, "outputs": self.outputs}
+def _b64(arr: np.ndarray) -> str:
+    return base64.b64encode(arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()).decode()
 
 
-def wire_case(case: BenchCase) -> WireCase:
-    """The case for the page-side runner."""
+def wire_case(case: BenchCase) -> gf.GraphFile:
+    """The case as the graph file the page-side runner (static/bench.js) replays: input values and constants
+    inline as base64, operands by name.  It is transcribed, not validated: invalid calls must reach the
+    builder under test."""
     from py_core.spec import OPS
 
-    wire = WireCase(case.id, outputs=case.outputs)
+    graph = gf.GraphFile(name=case.id, source=case.source)
     names: set[str] = set()
     for name, arr in input_arrays(case).items():
         spec = case.graph["inputs"][name]
-        entry: dict[str, Any] = {
-            "name": name,
-            "dataType": spec["descriptor"]["dataType"],
-            "shape": list(spec["descriptor"]["shape"]),
-            "constant": bool(spec.get("constant")),
-        }
+        entry: dict[str, Any] = {"dataType": spec["descriptor"]["dataType"],
+                                 "shape": list(spec["descriptor"]["shape"])}
         if arr.size > 1 and not isinstance(spec["data"], list):
             # one value filling the tensor (WPT's large-input cases): the page fills it, no bytes cross
-            one = arr.reshape(-1)[:1]
-            entry["fill"] = {"base64": base64.b64encode(one.astype(one.dtype.newbyteorder("<")).tobytes()).decode()}
+            entry["data"] = {"base64": _b64(arr.reshape(-1)[:1]), "fill": True}
         else:
-            entry["data"] = base64.b64encode(arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()).decode()
-        wire.inputs.append(entry)
+            entry["data"] = {"base64": _b64(arr)}
+        (graph.constants if spec.get("constant") else graph.inputs)[name] = entry
         names.add(name)
     for op in case.graph.get("operators", []):
         spec = OPS.get(op["name"])
         args: list[Any] = []
-        options: dict[str, Any] | None = None
+        options: dict[str, Any] = {}
         for arg in op.get("arguments", []):
             for key, value in arg.items():
                 if key == "options":
-                    options = {k: _tag(v, _param_kind(spec, k, None), names) for k, v in value.items()}
+                    options = {k: _value(v, _param_kind(spec, k, None), names) for k, v in value.items()}
                 else:
-                    args.append(_tag(value, _param_kind(spec, key, len(args)), names))
+                    args.append(_value(value, _param_kind(spec, key, len(args)), names))
         outs = op.get("outputs")
-        names.update(outs if isinstance(outs, list) else [outs])
-        wire.operators.append({"name": op["name"], "args": args, "options": options, "outputs": outs})
-    return wire
+        outs = [str(o) for o in outs] if isinstance(outs, list) else [str(outs)]
+        names.update(outs)
+        graph.operations.append(gf.Operation(op["name"], args, options, outs))
+    graph.outputs = {n: n for n in case.outputs}
+    return graph

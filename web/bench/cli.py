@@ -4,8 +4,13 @@ python -m web.bench run [--browser chromium --browser firefox] [--browser-endpoi
                         [--cases wpt@1,tests/data/graphs] [--impl polyfill --impl 'native:*']
                         [--out reports] [--repeat 3] [--server URL] [--headed] [--quiet]
 python -m web.bench probe [--browser ...] [--browser-endpoint ...]
+python -m web.bench perf [--browsers chromium,firefox] [--cases mobilenetv2,matmul512,...] [--reps N] [--baseline]
+                         [--memory-runs 1000] [--skip-startup] [--skip-node] [--skip-transfer] [--out reports]
 python -m web.bench report RUN_DIR
 python -m web.bench list [--out reports]
+
+`perf` is `make bench` (web/bench/perf.py): the polyfill against onnxruntime-web in the same page, startup,
+LiteRT, the executor under Node; its run directory sits beside the comparison runs and is listed with them.
 """
 
 from __future__ import annotations
@@ -129,7 +134,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     for r in list_runs(Path(args.out or Settings.from_env().reports_dir)):
         counts = ", ".join(f"{v} {k}" for k, v in r["counts"].items() if v)
-        print(f"{r['id']}  {r['started']}  {r['cases']} cases  {', '.join(r['targets'])}  {counts}")
+        print(f"{r['id']}  {r['kind']:<10}  {r['started']}  {r['cases']} cases  {', '.join(r['targets'])}  {counts}")
     return 0
 
 
@@ -195,6 +200,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     probe = sub.add_parser("probe", help="show which implementations each browser offers")
     _browser_options(probe)
     probe.set_defaults(func=cmd_probe)
+    from web.bench import perf
+
+    perf_mode = sub.add_parser("perf", help="the performance bench (make bench): ratios to onnxruntime-web, "
+                               "kernels, startup, LiteRT, Node, memory, transfer")
+    perf.add_arguments(perf_mode)
+    perf_mode.set_defaults(func=perf.cmd_perf)
     report = sub.add_parser("report", help="(re)build a run directory's report.html")
     report.add_argument("run_dir")
     report.set_defaults(func=cmd_report)
@@ -202,6 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     lst.add_argument("--out", help="directory of run directories")
     lst.set_defaults(func=cmd_list)
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     if args.command == "run" and not args.cases:
         from web.bench.cases import GRAPHS_DIR
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from py_core.testing import wpt
-from py_core.testing.tolerance import FLOAT_TYPES, OpContext, Tolerance, check, graph_tolerance, ulp_distance
+from py_core.testing.tolerance import FLOAT_TYPES, OpUnderTest, Tolerance, check, graph_tolerance, ulp_distance
 from web.bench.cases import BenchCase
 
 
@@ -43,12 +43,12 @@ def decode_outputs(
     return arrays, shapes
 
 
-def tolerance_for(case: BenchCase, contexts: Sequence[OpContext], dtype: str) -> Tolerance:
+def tolerance_for(case: BenchCase, contexts: Sequence[OpUnderTest], dtype: str) -> Tolerance:
     """The WPT rule summed over the case's operators; members of the case's own `tolerance` replace it."""
     own = case.tolerance or {}
     if "ulp" in own and "atol" in own:
         return Tolerance(int(own["ulp"]), float(own["atol"]))
-    rule = graph_tolerance(contexts or [OpContext(n) for n in case.ops], dtype)
+    rule = graph_tolerance(contexts or [OpUnderTest(n) for n in case.ops], dtype)
     return Tolerance(int(own.get("ulp", rule.ulp)), float(own.get("atol", rule.atol)))
 
 
@@ -81,7 +81,7 @@ def expected_arrays(
 def check_outputs(
     case: BenchCase,
     actual: Mapping[str, np.ndarray],
-    contexts: Sequence[OpContext],
+    contexts: Sequence[OpUnderTest],
     reference: Mapping[str, np.ndarray] | None = None,
     shapes: Mapping[str, tuple[int, ...]] | None = None,
     float64: tuple[Mapping[str, np.ndarray], Mapping[str, str]] | None = None,

@@ -8,7 +8,7 @@ on every native context variant, in the bench page; the CPython row is the same 
 model's value range, fixed per case; outputs are float32 and keyed by the framework's output names.
 
 Selections: `onnx:NAME+NAME` (a model of scripts/client_models.py, generated on first use) or `onnx:PATH.onnx`;
-`litert:NAME+NAME` (scripts/models.py's MediaPipe models or any <name>.tflite under mediapipe/) or
+`litert:NAME+NAME` (web/mediapipe_models.py's MediaPipe models or any <name>.tflite under mediapipe/) or
 `litert:PATH.tflite`.
 """
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from py_core.testing import wpt
-from py_core.testing.tolerance import OpContext
+from py_core.testing.tolerance import OpUnderTest
 from web.bench.cases import BenchCase
 
 
@@ -30,7 +30,7 @@ class Outcome:
     error: str = ""
     stage: str = ""
     timings: dict[str, Any] = field(default_factory=dict)
-    contexts: list[OpContext] = field(default_factory=list)
+    contexts: list[OpUnderTest] = field(default_factory=list)
     dtypes: dict[str, str] = field(default_factory=dict)  # the operand types of float64 outputs
 
 

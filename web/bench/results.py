@@ -5,7 +5,11 @@
         results.jsonl   one JSON object per line: "probe" lines (what each browser offers) and "result" lines
                         (case, implementation, browser and version, device variant, status, errors, timings)
         outputs/        the output tensors of each result (.npz), for the pairwise comparison
-        report.html     the self-contained report (web/bench/report.py)
+        report.html     the self-contained report (web/bench/report.py; a perf run's: web/bench/perf_report.py)
+
+A perf run (`make bench`, web/bench/perf.py) is the same directory with run.json "kind": "perf" and a
+"schema" version; its result lines carry `metrics` (ratios to the peers measured in the same page), and
+"measure" lines hold what is not a case (startup, LiteRT, the executor under Node, the first visit's transfer).
 
 Writers from several processes (pytest-xdist workers) append to their own results.<worker>.jsonl; the
 controller merges them into results.jsonl when the run ends.  Standard library + NumPy only.
@@ -97,13 +101,15 @@ class Result:
     timings: dict[str, Any] = field(default_factory=dict)
     outputs: str | None = None  # path of the .npz, relative to the run directory
     truncated: list[str] = field(default_factory=list)  # outputs too large to ship whole: first values only
+    metrics: dict[str, Any] = field(default_factory=dict)  # perf runs: ratios to peers, agreement, build times
     test_id: str = ""
     time: str = field(default_factory=now_iso)
 
     @property
     def label(self) -> str:
         """Implementation and variant, e.g. "polyfill", "native:gpu", "reference"."""
-        bare = self.implementation in ("polyfill", "wasm") and self.variant == "default"
+        # native always names its context variant; polyfill, wasm and a perf run's peers only a non-default one
+        bare = self.implementation != "native" and self.variant == "default"
         if self.implementation == "reference" or bare:
             return self.implementation
         return f"{self.implementation}:{self.variant}"
@@ -158,6 +164,10 @@ class RunWriter:
         """Append a probe line."""
         self._append({"kind": "probe", **_finite(dict(probe))})
 
+    def measure(self, what: str, target: str, data: Mapping[str, Any]) -> None:
+        """Append a "measure" line: a perf run's measurement that is not a case (startup, litert, node, ...)."""
+        self._append({"kind": "measure", "what": what, "target": target, "data": _finite(dict(data))})
+
     def result(self, result: Result, outputs: Mapping[str, np.ndarray] | None = None) -> Result:
         """Append a result line; store its output tensors under outputs/."""
         if outputs:
@@ -211,6 +221,11 @@ def load(run_dir: str | Path) -> tuple[list[dict[str, Any]], list[Result]]:
         elif d.get("kind") == "result":
             results.append(Result.from_json(d))
     return probes, results
+
+
+def load_measures(run_dir: str | Path) -> list[dict[str, Any]]:
+    """The "measure" lines of a run: {"what", "target", "data"}."""
+    return [d for d in iter_lines(run_dir) if d.get("kind") == "measure"]
 
 
 def merge(run_dir: str | Path) -> None:

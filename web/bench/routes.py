@@ -32,11 +32,13 @@ log = logging.getLogger(__name__)
 
 # run.json fields the listing reads: name -> (type check, what the warning says was expected, default)
 _FIELDS: dict[str, tuple[Any, str, Any]] = {
+    "kind": (lambda v: v in ("comparison", "perf"), "'comparison' or 'perf'", "comparison"),
     "started": (lambda v: isinstance(v, str), "a string", ""),
     "finished": (lambda v: isinstance(v, str), "a string", ""),
     "command": (lambda v: isinstance(v, str), "a string", ""),
     "cases": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer", 0),
     "targets": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of strings", []),
+    "headline": (lambda v: isinstance(v, str), "a string", ""),  # a perf run's ratios in one line
     "counts": (
         lambda v: isinstance(v, dict) and all(isinstance(n, int) and not isinstance(n, bool) for n in v.values()),
         "an object of integers",
@@ -97,14 +99,15 @@ def _index_html(runs: list[dict[str, Any]], problems: list[str], reports_dir: Pa
         rid = e(r["id"])
         link = f'<a href="/reports/{rid}/">{rid}</a>' if r["report"] else f"{rid} (no report yet)"
         summary = ", ".join(f"{v} {k}" for k, v in r["counts"].items() if v)
+        summary += f"; {r['headline']}" if r["headline"] else ""
         rows.append(
-            f"<tr><td>{link}</td><td>{e(r['started'])}</td><td>{e(str(r['cases']))}</td>"
+            f"<tr><td>{link}</td><td>{e(r['kind'])}</td><td>{e(r['started'])}</td><td>{e(str(r['cases']))}</td>"
             f"<td>{e(', '.join(r['targets']))}</td><td>{e(summary)}</td>"
             f'<td><a href="/reports/{rid}/results.jsonl">results.jsonl</a></td></tr>'
         )
     body = (
         "\n".join(rows)
-        or '<tr><td colspan="6">No runs yet: <code>python -m web.bench run</code> or '
+        or '<tr><td colspan="7">No runs yet: <code>python -m web.bench run</code>, <code>make bench</code> or '
         "<code>pytest tests/bench</code> writes one.</td></tr>"
     )
     skipped = "".join(f'<p class="warn">{e(p)}</p>\n' for p in problems)
@@ -112,8 +115,9 @@ def _index_html(runs: list[dict[str, Any]], problems: list[str], reports_dir: Pa
 <title>pyodide-webnn bench runs</title>
 <style>body{{font:15px/1.5 system-ui,sans-serif;margin:2rem}}table{{border-collapse:collapse}}
 td,th{{border-bottom:1px solid #ddd;padding:.3rem .8rem;text-align:left}}.warn{{color:#a40}}</style></head><body>
-<h1>Comparison bench runs</h1><p>From <code>{e(str(reports_dir))}</code>, newest first.</p>
-{skipped}<table><tr><th>run</th><th>started</th><th>cases</th><th>browsers</th><th>results</th><th>data</th></tr>
+<h1>Bench runs</h1><p>From <code>{e(str(reports_dir))}</code>, newest first: comparison runs (<code>python -m
+web.bench run</code>, the pass matrix) and perf runs (<code>make bench</code>: ratios, kernels, startup).</p>
+{skipped}<table><tr><th>run</th><th>kind</th><th>started</th><th>cases</th><th>browsers</th><th>results</th><th>data</th></tr>
 {body}</table></body></html>"""
 
 

@@ -8,7 +8,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,8 +104,9 @@ def free_port() -> int:
 
 
 @contextmanager
-def dev_server(port: int | None = None) -> Iterator[str]:
-    """The project's dev server (web.app) served by uvicorn in a daemon thread; yields its base URL."""
+def dev_server(port: int | None = None, wrap: Callable[[Any], Any] | None = None) -> Iterator[str]:
+    """The project's dev server (web.app) served by uvicorn in a daemon thread; yields its base URL.  `wrap`
+    puts an ASGI middleware around the app (the perf bench counts the bytes a page load downloads)."""
     env = Settings.from_env()
     settings = Settings(
         host="127.0.0.1",
@@ -114,19 +115,21 @@ def dev_server(port: int | None = None) -> Iterator[str]:
         repo_root=env.repo_root,
         reports_dir=env.reports_dir,
     )
-    with serve_app(settings) as url:
+    with serve_app(settings, wrap) as url:
         yield url
 
 
 @contextmanager
-def serve_app(settings: Settings) -> Iterator[str]:
-    """create_app(settings) served by uvicorn in a daemon thread on settings.host:port; yields its base URL."""
+def serve_app(settings: Settings, wrap: Callable[[Any], Any] | None = None) -> Iterator[str]:
+    """create_app(settings), wrapped in `wrap` if given, served by uvicorn in a daemon thread on
+    settings.host:port; yields its base URL."""
     import uvicorn
 
     from web.app import create_app
 
+    app = create_app(settings)
     server = uvicorn.Server(
-        uvicorn.Config(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
+        uvicorn.Config(wrap(app) if wrap else app, host=settings.host, port=settings.port, log_level="warning")
     )
     thread = threading.Thread(target=server.run, daemon=True, name="webnn-bench-server")
     thread.start()
@@ -152,7 +155,11 @@ def _fulfil_with(body: bytes, headers: dict[str, str]) -> Any:
 
 
 class BrowserSession:
-    """One browser (launched or connected), one context and one booted bench page."""
+    """One browser (launched or connected), one context and one booted bench page.  A subclass serves
+    another page of the dev server that also loads the bench harness (web/bench/perf.py: /perf/)."""
+
+    page_path = BENCH_PAGE
+    ready_js = "() => !!globalThis.webnnBench"
 
     def __init__(
         self,
@@ -234,8 +241,8 @@ class BrowserSession:
         self.page = self.context.new_page()
         self.page.set_default_timeout(self.timeout_ms)
         self.page.on("pageerror", lambda e: self.page_errors.append(str(e)))
-        self.page.goto(self.server_url + BENCH_PAGE)
-        self.page.wait_for_function("() => !!globalThis.webnnBench")
+        self.page.goto(self.server_url + self.page_path)
+        self.page.wait_for_function(self.ready_js)
 
     def probe(self, variants: list[str]) -> Probe:
         """What this browser offers (cached for the session)."""

@@ -1,4 +1,4 @@
-"""Inline SVG charts for the self-contained report: histograms, horizontal bars, dot plots.  No scripts,
+"""Inline SVG charts for the self-contained reports: histograms, horizontal bars, stacked bars, dot plots.  No scripts,
 no external resources; every chart carries <title> tooltips with the exact numbers."""
 
 from __future__ import annotations
@@ -105,11 +105,12 @@ def _axis(
     hi: float,
     x: Callable[[float], float],
     unit: str,
+    top: float = 14,
 ) -> None:
     d = lo
     while d <= hi * 1.0001:
         px = left + x(d)
-        parts.append(f'<line x1="{px:.1f}" y1="14" x2="{px:.1f}" y2="{y:.1f}" stroke="#eee"/>')
+        parts.append(f'<line x1="{px:.1f}" y1="{top:.1f}" x2="{px:.1f}" y2="{y:.1f}" stroke="#eee"/>')
         parts.append(f'<text x="{px:.1f}" y="{y + 12:.1f}" text-anchor="middle" fill="#555">{_fmt(d)}</text>')
         d *= 10
     parts.append(
@@ -125,8 +126,10 @@ def hbars(
     unit: str = "ms",
     label_width: int = 230,
     width: int = 720,
+    mark: float | None = None,
 ) -> str:
-    """Horizontal bars on a log scale: (label, value, color) per row."""
+    """Horizontal bars on a log scale: (label, value, color) per row; `mark` draws a dashed line at that value
+    (1 on a ratio chart: parity)."""
     bar, gap, head = 14, 4, 20
     height = head + len(rows) * (bar + gap) + 30
     plot_w = width - label_width - 60
@@ -136,6 +139,12 @@ def hbars(
         f'<text x="0" y="12" font-weight="600">{escape(title)}</text>',
     ]
     _axis(parts, label_width, head + len(rows) * (bar + gap), plot_w, lo, hi, x, unit)
+    if mark is not None and lo <= mark <= hi:
+        mx = label_width + x(mark)
+        parts.append(
+            f'<line x1="{mx:.1f}" y1="{head - 4}" x2="{mx:.1f}" y2="{head + len(rows) * (bar + gap)}" '
+            f'stroke="#333" stroke-dasharray="4 3"><title>{_fmt(mark)}</title></line>'
+        )
     for i, (label, value, fill) in enumerate(rows):
         y = head + i * (bar + gap)
         w = max(x(value), 1.0) if value and value > 0 else 0
@@ -159,21 +168,28 @@ def dotplot(
     width: int = 860,
 ) -> str:
     """One row per label, one colored dot per series on a shared log axis; a legend on top."""
-    step, head = 16, 34
+    step = 16
+    legend: list[str] = []
+    lx, ly = 0.0, 24.0
+    for i, s in enumerate(series):  # the legend wraps onto as many lines as the width needs
+        w = 18 + 7 * len(s)
+        if lx and lx + w > width:
+            lx, ly = 0.0, ly + 14
+        legend.append(
+            f'<circle cx="{lx + 5}" cy="{ly}" r="4" fill="{color(i)}"/><text x="{lx + 12}" y="{ly + 4}">'
+            f"{escape(s)}</text>"
+        )
+        lx += w
+    head = int(ly) + 10
     height = head + len(rows) * step + 30
     plot_w = width - label_width - 20
     lo, hi, x = _log_scale([v for _, vals in rows for v in vals.values()], plot_w)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" {FONT}>',
         f'<text x="0" y="12" font-weight="600">{escape(title)}</text>',
+        *legend,
     ]
-    lx = 0.0
-    for i, s in enumerate(series):
-        parts.append(
-            f'<circle cx="{lx + 5}" cy="24" r="4" fill="{color(i)}"/><text x="{lx + 12}" y="28">{escape(s)}</text>'
-        )
-        lx += 16 + 6.5 * len(s)
-    _axis(parts, label_width, head + len(rows) * step, plot_w, lo, hi, x, unit)
+    _axis(parts, label_width, head + len(rows) * step, plot_w, lo, hi, x, unit, top=head - 4)
     for r, (label, vals) in enumerate(rows):
         y = head + r * step + step / 2
         short = label if len(label) <= 52 else label[:49] + "..."
@@ -187,5 +203,60 @@ def dotplot(
                     f'<circle cx="{label_width + x(vals[s]):.1f}" cy="{y:.1f}" r="4" fill="{color(i)}" '
                     f'fill-opacity="0.8"><title>{escape(s)}: {_fmt(vals[s])} {escape(unit)}</title></circle>'
                 )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def stacked(
+    rows: Sequence[tuple[str, Sequence[float]]],
+    segments: Sequence[str],
+    *,
+    title: str,
+    unit: str = "ms",
+    label_width: int = 230,
+    width: int = 720,
+) -> str:
+    """Horizontal stacked bars on a linear scale: (label, one value per segment) per row; a legend on top."""
+    bar, gap, head = 16, 5, 34
+    height = head + len(rows) * (bar + gap) + 30
+    plot_w = width - label_width - 70
+    top = max([sum(v for v in vals if v > 0) for _, vals in rows] + [1e-9])
+    step = 10 ** math.floor(math.log10(top))
+    if top / step < 3:
+        step /= 2
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" {FONT}>',
+        f'<text x="0" y="12" font-weight="600">{escape(title)}</text>',
+    ]
+    lx = 0.0
+    for i, s in enumerate(segments):
+        parts.append(
+            f'<rect x="{lx}" y="18" width="10" height="10" fill="{color(i)}"/>'
+            f'<text x="{lx + 14}" y="27">{escape(s)}</text>'
+        )
+        lx += 24 + 6.5 * len(s)
+    axis_y = head + len(rows) * (bar + gap)
+    tick = 0.0
+    while tick <= top * 1.0001:
+        px = label_width + plot_w * tick / top
+        parts.append(f'<line x1="{px:.1f}" y1="{head - 2}" x2="{px:.1f}" y2="{axis_y:.1f}" stroke="#eee"/>')
+        parts.append(f'<text x="{px:.1f}" y="{axis_y + 12:.1f}" text-anchor="middle" fill="#555">{_fmt(tick)}</text>')
+        tick += step
+    parts.append(f'<text x="{label_width + plot_w:.1f}" y="{axis_y + 24:.1f}" text-anchor="end" fill="#555">'
+                 f"{escape(unit)}</text>")
+    for r, (label, vals) in enumerate(rows):
+        y = head + r * (bar + gap)
+        parts.append(f'<text x="{label_width - 6}" y="{y + bar - 4}" text-anchor="end">{escape(label)}</text>')
+        x0 = float(label_width)
+        for i, v in enumerate(vals):
+            if not v or v <= 0:
+                continue
+            w = plot_w * v / top
+            parts.append(
+                f'<rect x="{x0:.1f}" y="{y}" width="{w:.1f}" height="{bar}" fill="{color(i)}">'
+                f"<title>{escape(label)}: {escape(segments[i])} {_fmt(v)} {escape(unit)}</title></rect>"
+            )
+            x0 += w
+        parts.append(f'<text x="{x0 + 4:.1f}" y="{y + bar - 4}">{_fmt(sum(v for v in vals if v > 0))}</text>')
     parts.append("</svg>")
     return "".join(parts)

@@ -1,9 +1,10 @@
 // pyodide-webnn comparison bench, page side: probe the WebNN implementations this browser offers and run
-// one case (a "wire case" made by web/bench/cases.py) on one of them, with timings.
+// one case (a graph file made by web/bench/cases.py, docs/graph-file.md) on one of them, with timings; the
+// graph is built by the one replayer, /lib/graphfile.js.
 // Loaded after /polyfill/webnn-polyfill.js; the bench drives it through Playwright's page.evaluate().
 //
 //   webnnBench.probe(variants, {timeoutMs})      -> {environment, implementations: [{impl, variant, state, ...}]}
-//   webnnBench.run(wire, {impl, variant, repeat}) -> {status, stage, error, timings, outputs}
+//   webnnBench.run(graph, {impl, variant, repeat}) -> {status, stage, error, timings, outputs}
 //   webnnBench.runClient(spec, {impl, options, repeat}) -> the same, for a model run through a real WebNN client
 //     (onnxruntime-web or LiteRT.js, with web/pages/clients/clients.js) on impl 'wasm' | 'polyfill' | 'native'
 //
@@ -18,12 +19,8 @@
   const NativeBuilder = native && typeof globalThis.MLGraphBuilder === 'function' &&
     (!polyfill || globalThis.MLGraphBuilder !== polyfill.MLGraphBuilder) ? globalThis.MLGraphBuilder : null;
 
-  const ARRAYS = {
-    float32: Float32Array,
-    float16: typeof Float16Array === 'function' ? Float16Array : Uint16Array,
-    int32: Int32Array, uint32: Uint32Array, int64: BigInt64Array, uint64: BigUint64Array,
-    int8: Int8Array, uint8: Uint8Array, int4: Uint8Array, uint4: Uint8Array,
-  };
+  let graphfile = null;  // the module /lib/graphfile.js, imported on first use
+  const graphFile = () => (graphfile = graphfile || import('/lib/graphfile.js'));
 
   const contexts = new Map();  // `${impl}|${variant.name}` -> Promise<MLContext>
 
@@ -65,61 +62,12 @@
     return contexts.get(key);
   }
 
-  // ------------------------------------------------------------------------------------------ bytes
-
-  function fromBase64(s) {
-    if (typeof Uint8Array.fromBase64 === 'function') return Uint8Array.fromBase64(s);
-    const bin = atob(s);
-    const out = new Uint8Array(bin.length);
-    for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-    return out;
-  }
-
-  function toBase64(bytes) {
-    if (typeof bytes.toBase64 === 'function') return bytes.toBase64();
-    let s = '';
-    for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
-    return btoa(s);
-  }
-
-  /** A fresh typed array of the operand's element type holding the base64 bytes. */
-  function typedArray(dataType, b64) {
-    const bytes = fromBase64(b64);
-    const Ctor = ARRAYS[dataType];
-    if (!Ctor) throw new TypeError(`bench: no typed array for data type '${dataType}'`);
-    const copy = new Uint8Array(bytes.length);
-    copy.set(bytes);
-    return new Ctor(copy.buffer, 0, bytes.length / Ctor.BYTES_PER_ELEMENT);
-  }
-
-  /** An input's values: its bytes, or one value filling the tensor ({fill: {base64}}, WPT's large inputs). */
-  function inputArray(inp) {
-    if (!inp.fill) return typedArray(inp.dataType, inp.data);
-    const one = typedArray(inp.dataType, inp.fill.base64);
-    if (one.length !== 1) throw new TypeError(`bench: cannot fill a ${inp.dataType} tensor with one value`);
-    return new ARRAYS[inp.dataType](inp.shape.reduce((a, b) => a * b, 1)).fill(one[0]);
-  }
-
   function bytesOf(buffer) {
     return buffer instanceof ArrayBuffer ? new Uint8Array(buffer)
       : new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
   }
 
   // ------------------------------------------------------------------------------------ arguments
-
-  /** Decode a tagged argument: {$op}, {$ops}, {$big}, {$num}, arrays and dictionaries. */
-  function resolve(v, operands) {
-    if (Array.isArray(v)) return v.map((x) => resolve(x, operands));
-    if (v === null || typeof v !== 'object') return v;
-    if ('$op' in v) {
-      if (!(v.$op in operands)) throw new TypeError(`bench: no operand named '${v.$op}'`);
-      return operands[v.$op];
-    }
-    if ('$ops' in v) return v.$ops.map((name) => resolve({$op: name}, operands));
-    if ('$big' in v) return BigInt(v.$big);
-    if ('$num' in v) return Number(v.$num);
-    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, resolve(x, operands)]));
-  }
 
   /** The data types of the operands among an operator's arguments (options included). */
   function operandTypes(v, out = []) {
@@ -147,53 +95,31 @@
     return bad ? `opSupportLimits().${opName} lists no ${bad} operand` : '';
   }
 
-  /** builder[name](...args); a TypeError for an operand type outside the context's opSupportLimits() is the
-   *  implementation lacking the feature (a NotSupportedError, as WPT skips such cases), not a wrong result. */
-  function call(ctx, builder, name, args) {
-    try {
-      return builder[name](...args);
-    } catch (e) {
-      const why = e && e.name === 'TypeError' ? outsideLimits(ctx, name, operandTypes(args)) : '';
-      if (why) throw new DOMException(`${why}: ${e.message}`, 'NotSupportedError');
-      throw e;
-    }
-  }
-
-  function buildOperands(ctx, builder, wire) {
-    const operands = {};
-    for (const inp of wire.inputs) {
-      const desc = {dataType: inp.dataType, shape: inp.shape};
-      const kind = inp.constant ? 'constant' : 'input';
-      try {
-        operands[inp.name] = inp.constant ? builder.constant(desc, inputArray(inp)) : builder.input(inp.name, desc);
-      } catch (e) {
-        const why = e && e.name === 'TypeError' ? outsideLimits(ctx, kind, [inp.dataType]) : '';
-        if (why) throw new DOMException(`${why}: ${e.message}`, 'NotSupportedError');
-        throw e;
-      }
-    }
-    for (const op of wire.operators) {
-      if (typeof builder[op.name] !== 'function') {
-        throw new DOMException(`MLGraphBuilder.${op.name} does not exist in this implementation`, 'NotSupportedError');
-      }
-      const args = resolve(op.args, operands);
-      if (op.options) args.push(resolve(op.options, operands));
-      const result = call(ctx, builder, op.name, args);
-      if (Array.isArray(op.outputs)) op.outputs.forEach((name, i) => { operands[name] = result[i]; });
-      else operands[op.outputs] = Array.isArray(result) ? result[0] : result;
-    }
-    return operands;
+  /** A TypeError for an operand type outside the context's opSupportLimits() is the implementation lacking
+   *  the feature (a NotSupportedError, as WPT skips such cases), not a wrong result; other errors pass as thrown. */
+  function limitsError(ctx) {
+    return (e, step) => {
+      if (!e || e.name !== 'TypeError') return e;
+      const why = step.kind === 'operation' ? outsideLimits(ctx, step.op, operandTypes(step.args || []))
+        : outsideLimits(ctx, step.kind, [step.dataType]);
+      return why ? new DOMException(`${why}: ${e.message}`, 'NotSupportedError') : e;
+    };
   }
 
   // ------------------------------------------------------------------------------------- execution
 
-  async function tensorRunner(ctx, graph, wire, outDescs) {
-    const feeds = wire.inputs.filter((i) => !i.constant);
+  function feedsOf(gf, file) {
+    return Object.entries(file.inputs).map(([name, e]) => ({name, dataType: e.dataType, shape: e.shape,
+      values: () => gf.tensorData(e, null, name)}));
+  }
+
+  async function tensorRunner(gf, ctx, graph, file, outDescs) {
+    const feeds = feedsOf(gf, file);
     const inTensors = {};
     const inData = {};
     for (const i of feeds) {
       inTensors[i.name] = await ctx.createTensor({dataType: i.dataType, shape: i.shape, writable: true});
-      inData[i.name] = inputArray(i);
+      inData[i.name] = i.values();
     }
     const outTensors = {};
     for (const [name, d] of Object.entries(outDescs)) {
@@ -214,13 +140,13 @@
     return {once, release, api: 'dispatch'};
   }
 
-  function computeRunner(ctx, graph, wire, outDescs) {
+  function computeRunner(gf, ctx, graph, file, outDescs) {
     // the legacy MLContext.compute(): transfers the buffers it is given, so each run gets fresh ones
-    const feeds = wire.inputs.filter((i) => !i.constant);
+    const feeds = feedsOf(gf, file);
     const once = async () => {
-      const ins = Object.fromEntries(feeds.map((i) => [i.name, inputArray(i)]));
+      const ins = Object.fromEntries(feeds.map((i) => [i.name, i.values()]));
       const outs = Object.fromEntries(Object.entries(outDescs).map(([n, d]) => {
-        const Ctor = ARRAYS[d.dataType];
+        const Ctor = gf.TYPED_ARRAYS[d.dataType];
         return [n, new Ctor(d.shape.reduce((a, b) => a * b, 1))];
       }));
       const r = await ctx.compute(graph, ins, outs);
@@ -236,16 +162,18 @@
 
   const round = (x) => Math.round(x * 1000) / 1000;
 
-  /** Build and run one wire case on one implementation; never throws: failures come back as data.
+  /** Build and run one graph file (inline data, no side weights) on one implementation; never throws:
+   *  failures come back as data.
    *  An output larger than maxOutputBytes comes back as its first prefixElements values ({truncated: true}),
    *  as much as WPT compares of a large tensor. */
-  async function run(wire, {impl, variant = {name: 'default', options: {}}, repeat = 3, timeoutMs = 60000,
+  async function run(file, {impl, variant = {name: 'default', options: {}}, repeat = 3, timeoutMs = 60000,
                             maxOutputBytes = 16 << 20, prefixElements = 1000} = {}) {
     const timings = {};
     let stage = 'context';
     let graph = null;
     let runner = null;
     try {
+      const gf = await graphFile();
       let t = performance.now();
       const ctx = await context(impl, variant, timeoutMs);
       timings.context_ms = round(performance.now() - t);
@@ -253,21 +181,16 @@
       const {Builder} = api(impl);
       t = performance.now();
       const builder = new Builder(ctx);
-      const operands = buildOperands(ctx, builder, wire);
-      const outs = {};
+      const {outputs: outs} = gf.replay(file, null, builder, {onError: limitsError(ctx)});
       const outDescs = {};
-      for (const name of wire.outputs) {
-        if (!(name in operands)) throw new TypeError(`bench: output '${name}' is not produced by any operator`);
-        outs[name] = operands[name];
-        outDescs[name] = {dataType: operands[name].dataType, shape: [...operands[name].shape]};
-      }
+      for (const [name, o] of Object.entries(outs)) outDescs[name] = {dataType: o.dataType, shape: [...o.shape]};
       timings.builder_ms = round(performance.now() - t);
       t = performance.now();
       graph = await withTimeout(builder.build(outs), timeoutMs, 'build()');
       timings.build_ms = round(performance.now() - t);
       stage = 'compute';
       runner = typeof ctx.dispatch === 'function' && typeof ctx.createTensor === 'function'
-        ? await tensorRunner(ctx, graph, wire, outDescs) : computeRunner(ctx, graph, wire, outDescs);
+        ? await tensorRunner(gf, ctx, graph, file, outDescs) : computeRunner(gf, ctx, graph, file, outDescs);
       t = performance.now();
       const first = await withTimeout(runner.once(), timeoutMs, 'the first run');
       timings.first_ms = round(performance.now() - t);
@@ -283,10 +206,10 @@
       for (const [name, d] of Object.entries(outDescs)) {
         const bytes = bytesOf(first[name]);
         if (bytes.byteLength > maxOutputBytes) {
-          const keep = prefixElements * ARRAYS[d.dataType].BYTES_PER_ELEMENT;
-          outputs[name] = {dataType: d.dataType, shape: d.shape, data: toBase64(bytes.subarray(0, keep)), truncated: true};
+          const keep = prefixElements * gf.TYPED_ARRAYS[d.dataType].BYTES_PER_ELEMENT;
+          outputs[name] = {dataType: d.dataType, shape: d.shape, data: gf.toBase64(bytes.subarray(0, keep)), truncated: true};
         } else {
-          outputs[name] = {dataType: d.dataType, shape: d.shape, data: toBase64(bytes)};
+          outputs[name] = {dataType: d.dataType, shape: d.shape, data: gf.toBase64(bytes)};
         }
       }
       return {status: 'ok', api: runner.api, timings, outputs};
@@ -314,7 +237,9 @@
       const backend = BACKENDS[impl];
       if (!backend) throw new TypeError(`unknown implementation '${impl}'`);
       if (backend !== 'wasm') api(impl);  // the same NotFoundError as graph cases where there is no such WebNN
-      const inputs = spec.inputs.map((i) => ({name: i.name, data: typedArray('float32', i.data), shape: i.shape}));
+      const gf = await withTimeout(graphFile(), timeoutMs, 'loading /lib/graphfile.js');
+      const inputs = spec.inputs.map((i) => ({name: i.name, shape: i.shape,
+        data: gf.tensorData({dataType: 'float32', shape: i.shape, data: {base64: i.data}}, null, i.name)}));
       const contextOptions = backend === 'wasm' ? null : options;
       stage = 'compute';
       const pending = spec.kind === 'onnx'
@@ -329,7 +254,7 @@
       timings.median_ms = r.ms.length ? round(median(r.ms)) : timings.first_ms;
       const outputs = {};
       for (const o of r.outputs) {
-        outputs[o.name] = {dataType: 'float32', shape: o.dims, data: toBase64(bytesOf(o.data))};
+        outputs[o.name] = {dataType: 'float32', shape: o.dims, data: gf.toBase64(bytesOf(o.data))};
       }
       const extra = {partitions: r.partitions ?? null, fullyAccelerated: r.fullyAccelerated ?? null};
       return {status: 'ok', api: spec.kind, timings, outputs, ...extra};
@@ -340,9 +265,11 @@
 
   // A tiny graph every implementation should run: proves a context is usable, not just creatable.
   const SMOKE = {
-    inputs: [{name: 'x', dataType: 'float32', shape: [4], constant: false, data: 'AACAvwAAAEAAAEDAAACAQA=='}],
-    operators: [{name: 'relu', args: [{$op: 'x'}], outputs: 'y'}],
-    outputs: ['y'],
+    format: 'webnn-graph', version: 1, name: 'smoke',
+    inputs: {x: {dataType: 'float32', shape: [4], data: {base64: 'AACAvwAAAEAAAEDAAACAQA=='}}},
+    constants: {},
+    operations: [{op: 'relu', args: [{$op: 'x'}], options: {}, outputs: ['y']}],
+    outputs: {y: 'y'},
   };
 
   /** For each implementation and context variant: absent, present but unusable (with the browser's own

@@ -11,8 +11,9 @@ import faces from './samples/faces.js';
 import mesh from './samples/mesh.js';
 import pose from './samples/pose.js';
 import digits from './samples/digits.js';
+import gpuMask from './samples/gpu-mask.js';
 
-const SAMPLES = [blur, faces, mesh, pose, digits];
+const SAMPLES = [blur, faces, mesh, pose, digits, gpuMask];
 const PHOTOS = {
   astronaut: {label: 'Astronaut', url: 'samples/astronaut.png',
     caption: 'Eileen Collins, NASA (public domain), from scikit-image'},
@@ -150,6 +151,17 @@ function makeContext(token) {
       state.debug.inputs[model] = feeds;
       state.debug.outputs[model] = outputs;
       return outputs;
+    },
+    /** The built graph of `model` ({context, graph, inputs, outputs, program}), for a sample that dispatches
+     *  itself (the WebGPU sample binds an exportable output tensor); `record` its inference time. */
+    async runner(model) {
+      const {runner} = await runnerFor(model);
+      if (token !== state.token) throw new Cancelled();
+      return runner;
+    },
+    record(model, ms) {
+      inferenceMs += ms;
+      state.perModel[model] = ms;
     },
     get inferenceMs() { return inferenceMs; },
     program: async (model) => (await runnerFor(model)).program,
@@ -323,6 +335,9 @@ async function activate() {
   view.replaceChildren(state.canvas);
   renderStats();
   try {
+    // a sample that needs more than WebNN (WebGPU) says what is missing before its models load
+    const missing = state.sample.unavailable && await state.sample.unavailable();
+    if (missing) throw new Error(missing);
     await Promise.all(state.sample.models.map((m) => runnerFor(m)));
     if (token !== state.token) return;
     if (state.sample.input === 'draw') {

@@ -1,8 +1,8 @@
-// Where the gallery's models come from, as recorded WebNN programs ({program, weights}, see replay.js):
+// Where the gallery's models come from, as graph files ({program: the JSON, weights}, docs/graph-file.md):
 //  - MediaPipe .tflite files (served by the dev server at /models/<name>.tflite) are converted in the page by
 //    the TFLite loader running in the polyfill's execution worker (webnnPolyfill.loadModel: the Pyodide that
 //    runs graphs, not one of its own);
-//  - the digits network is a program file written by scripts/train_digits.py.
+//  - the digits network is a graph file written by scripts/train_digits.py.
 // Programs are cached in memory and in Cache Storage, keyed by the model's sha256 and the core wheel's sha256
 // (the loader lives in py_core), so a reload does not convert again.
 

@@ -3,7 +3,7 @@
 //  - 'native':   the browser's own navigator.ml (webnnPolyfill.native), usable only if createContext() works.
 // https://www.w3.org/TR/webnn/#api-ml
 
-import {buildGraph} from './replay.js';
+import {buildGraph, descriptors} from '/lib/graphfile.js';
 
 const polyfill = () => globalThis.webnnPolyfill;
 const contexts = new Map();
@@ -79,6 +79,8 @@ export class GraphRunner {
     this.program = program;
     this.inputs = tensors.inputs;
     this.outputs = tensors.outputs;
+    const descs = descriptors(program);
+    this.outputTypes = Object.fromEntries(Object.entries(program.outputs).map(([n, o]) => [n, descs[o].dataType]));
     this.busy = false;
   }
 
@@ -90,10 +92,12 @@ export class GraphRunner {
     const buildMs = performance.now() - t0;
     const tensors = {inputs: {}, outputs: {}};
     for (const [name, desc] of Object.entries(model.program.inputs)) {
-      tensors.inputs[name] = await context.createTensor({...desc, writable: true});
+      tensors.inputs[name] = await context.createTensor({dataType: desc.dataType, shape: desc.shape, writable: true});
     }
-    for (const [name, out] of Object.entries(model.program.outputs)) {
-      tensors.outputs[name] = await context.createTensor({dataType: out.dataType, shape: out.shape, readable: true});
+    const descs = descriptors(model.program);
+    for (const [name, operand] of Object.entries(model.program.outputs)) {
+      const {dataType, shape} = descs[operand];
+      tensors.outputs[name] = await context.createTensor({dataType, shape, readable: true});
     }
     return {runner: new GraphRunner(context, graph, model.program, tensors), buildMs};
   }
@@ -110,7 +114,7 @@ export class GraphRunner {
     const buffers = await Promise.all(names.map((n) => this.context.readTensor(this.outputs[n])));
     const outputs = {};
     names.forEach((n, i) => {
-      const type = this.program.outputs[n].dataType;
+      const type = this.outputTypes[n];
       outputs[n] = type === 'float32' ? new Float32Array(buffers[i]) : buffers[i];
     });
     return {outputs, ms: performance.now() - t0};

@@ -1,6 +1,7 @@
-// The performance bench page: builds the graphs written by scripts/bench_models.py with the polyfill's
-// MLGraphBuilder and, where an ONNX file exists, loads the same weights in onnxruntime-web (WASM, 1 and 2
-// threads); times them interleaved in this one page and compares their outputs.
+// The performance bench page: replays the graph files written by scripts/bench_models.py (docs/graph-file.md)
+// with the polyfill's MLGraphBuilder and, where an ONNX file exists, loads the same weights in onnxruntime-web
+// (WASM, 1 and 2 threads); times them interleaved in this one page and compares their outputs.
+import {load, replay} from '/lib/graphfile.js';
 
 const MODELS = new URL('models/', location.href).href;
 const ort = globalThis.ort;
@@ -11,12 +12,6 @@ if (ort) {
 }
 
 const state = {ctx: null, index: null, graphs: {}, sessions: {}};
-const TYPED = {float32: Float32Array, float16: globalThis.Float16Array, int32: Int32Array, uint32: Uint32Array,
-  int8: Int8Array, uint8: Uint8Array, int64: BigInt64Array, uint64: BigUint64Array};
-
-function revive(v) {
-  return v === 'Infinity' ? Infinity : v === '-Infinity' ? -Infinity : v === 'NaN' ? NaN : v;
-}
 
 // Deterministic inputs in [0, 1): the same in every browser and in CPython (numpy PCG64 is not needed:
 // the script reads the page's inputs back for the native references).
@@ -47,32 +42,19 @@ async function context() {
 async function buildPolyfill(name) {
   if (state.graphs[name]) return state.graphs[name];
   const entry = (await index())[name];
-  const [graph, blob] = await Promise.all([
-    fetch(MODELS + entry.graph).then((r) => r.json()),
-    fetch(MODELS + entry.weights).then((r) => r.arrayBuffer())]);
+  const {graph, weights} = await load(MODELS + entry.graph);
   const ctx = await context();
   const t0 = performance.now();
   const b = new MLGraphBuilder(ctx);
-  const vals = {};
-  for (const [n, d] of Object.entries(graph.inputs)) vals[n] = b.input(n, d);
-  for (const [n, c] of Object.entries(graph.constants)) {
-    const T = TYPED[c.dataType];
-    vals[n] = b.constant({dataType: c.dataType, shape: c.shape}, new T(blob.slice(c.offset, c.offset + c.length)));
-  }
-  const resolve = (v) => Array.isArray(v) ? v.map(resolve)
-    : (v && typeof v === 'object' && '$' in v) ? vals[v.$]
-    : (v && typeof v === 'object') ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, resolve(x)])) : revive(v);
-  for (const op of graph.operations) {
-    const res = b[op.op](...op.args.map(resolve), resolve(op.options));
-    (Array.isArray(res) ? res : [res]).forEach((r, i) => { vals[op.outputs[i]] = r; });
-  }
+  const {outputs} = replay(graph, weights, b);
   const t1 = performance.now();
-  const g = await b.build(Object.fromEntries(graph.outputs.map((n) => [n, vals[n]])));
+  const g = await b.build(outputs);
   const t2 = performance.now();
   const tensors = {inputs: {}, outputs: {}};
-  for (const [n, d] of Object.entries(graph.inputs)) tensors.inputs[n] = await ctx.createTensor({...d, writable: true});
-  for (const n of graph.outputs) {
-    const o = vals[n];
+  for (const [n, d] of Object.entries(graph.inputs)) {
+    tensors.inputs[n] = await ctx.createTensor({dataType: d.dataType, shape: d.shape, writable: true});
+  }
+  for (const [n, o] of Object.entries(outputs)) {
     tensors.outputs[n] = await ctx.createTensor({dataType: o.dataType, shape: o.shape, readable: true});
   }
   state.graphs[name] = {graph: g, entry, tensors, builderMs: t1 - t0, buildMs: t2 - t1};
