@@ -10,7 +10,7 @@
 
 import {importPyodide} from './load-pyodide.js';
 import {startPyodide} from './snapshot.js';
-import {installNumpy, installWheel, numpyWheel, prefetchWheel} from './wheels.js';
+import {installNumpy, installWheel} from './wheels.js';
 
 const QUIET = {messageCallback: () => {}};
 
@@ -40,10 +40,8 @@ export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}
   snapshot = {use: false, make: false}, wasmModule = null, numpy = false, wheels = [], packages = [],
   unpack = true, mark = () => {}} = {}) {
   const viaFetch = unpack && fetchable(indexURL);
-  // downloads start now, beside Pyodide's own start (they are HTTP-cache reads on a return visit)
-  const early = viaFetch ? wheels.map((w) => prefetchWheel(w.url, w.sha256)) : [];
-  const earlyNumpy = numpy && viaFetch
-    ? numpyWheel(indexURL, lockFileURL).then((w) => prefetchWheel(w.url, w.sha256)).catch(() => null) : null;
+  // (Fetching the wheels while Pyodide starts was tried: Firefox's snapshot restore in the worker took 0.4-0.6 s
+  // longer beside the downloads and digests, more than they cost after it.)
   const {loadPyodide, version} = await importPyodide(indexURL);
   mark('script');
   const options = {indexURL, stdout, stderr};
@@ -59,12 +57,11 @@ export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}
   }
   const py = started.py;
   mark('runtime', {snapshot: started.snapshot, snapshotBytes: started.bytes, wasmModule: wasm.module()});
-  // NumPy and the wheels unpacked as their bytes arrive; then packages by name (SciPy needs NumPy)
+  // NumPy and the wheels fetched and unpacked concurrently; then packages by name (SciPy needs NumPy)
   const [numpyHow] = await Promise.all([
-    numpy ? installNumpy(py, indexURL, {unpack: viaFetch, prefetched: earlyNumpy})
-      .then((how) => { mark('numpy'); return how; }) : null,
-    wheels.length ? Promise.all(wheels.map((w, i) => installWheel(py, w.url, w.sha256,
-      {unpack: viaFetch, bytes: early[i] ? early[i].bytes : null}))).then(() => mark('wheels')) : null,
+    numpy ? installNumpy(py, indexURL, {unpack: viaFetch}).then((how) => { mark('numpy'); return how; }) : null,
+    wheels.length ? Promise.all(wheels.map((w) => installWheel(py, w.url, w.sha256, {unpack: viaFetch})))
+      .then(() => mark('wheels')) : null,
   ]);
   if (packages.length) await py.loadPackage(packages, QUIET);
   mark('packages');

@@ -64,7 +64,7 @@ export function createEngine({post, close, switches}) {
       mark: (stage, info) => {
         stages[stage] = Math.round(performance.now() - t0);
         if (stage !== 'runtime') return;
-        handOver(msg.handoff, plain ? info : {});
+        handOver(msg.handoff, plain ? {...info, wasmModule: msg.sendModule ? info.wasmModule : null} : {});
         progress('worker-runtime', 'Pyodide started in the worker');
       }});
     pyodide = booted.py;

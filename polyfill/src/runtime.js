@@ -13,6 +13,12 @@ import {bootPyodide} from './boot.js';
 const PAGE_WAIT_LIMIT_MS = 60000;
 const STAGES = ['manifest', 'page-runtime', 'page-core', 'worker-runtime', 'worker-numpy', 'worker-core'];
 
+// Firefox sends a WebAssembly.Module from the worker, but the page could not read it back in our runs (a
+// messageerror), and serializing it held the worker back by about half a second: it is not sent there.
+function sendsWasmModules() {
+  return !(typeof navigator !== 'undefined' && /\bFirefox\//.test(navigator.userAgent || ''));
+}
+
 export class Runtime {
   constructor(config, events) {
     this.config = config;
@@ -99,7 +105,7 @@ export class Runtime {
       (reason) => this.#workerLost(worker, reason));
     const ready = await worker.request('init', {pyodideURL: this.config.pyodideURL,
       lockFileURL: this.config.lockFileURL, coreWheelURL: this.coreWheelURL, coreWheelSha256: this.coreWheelSha256,
-      handoff}, handoff ? [handoff] : []);
+      handoff, sendModule: sendsWasmModules()}, handoff ? [handoff] : []);
     if (ready && ready.snapshot) this.timings.snapshot = {...this.timings.snapshot, worker: ready.snapshot};
     if (ready && ready.numpy) this.timings.numpy = ready.numpy;  // 'unpacked' or 'loadPackage' (fallback)
     if (ready && ready.stages) this.timings.worker = ready.stages;  // ms on the worker's own clock

@@ -46,26 +46,8 @@ async function fetchVerified(url, sha256) {
 
 const isIntegrityFailure = (e) => e instanceof DOMException && e.name === 'SecurityError';
 
-/** Start fetching (and checking) the wheel at url now, while Pyodide starts; installWheel takes the bytes. */
-export function prefetchWheel(url, sha256) {
-  const bytes = fetchVerified(url, sha256);
-  bytes.catch(() => {});  // reported by the install that awaits it
-  return {url, sha256, bytes};
-}
-
-/** NumPy's wheel from the lock file ({url, sha256}), read by us so its download starts with Pyodide's. */
-export async function numpyWheel(indexURL, lockFileURL) {
-  const r = await fetch(lockFileURL || new URL('pyodide-lock.json', indexURL).href);
-  if (!r.ok) throw new Error(`HTTP ${r.status} for the lock file`);
-  const entry = ((await r.json()).packages || {}).numpy;
-  if (!entry || !entry.file_name || !integrityOf(entry.sha256) || (entry.depends || []).length) {
-    throw new Error('no usable numpy entry in the Pyodide lock file');
-  }
-  return {url: new URL(entry.file_name, indexURL).href, sha256: entry.sha256};
-}
-
-async function unpackWheel(py, url, sha256, fetched = null) {
-  const wheel = await (fetched || fetchVerified(url, sha256));
+async function unpackWheel(py, url, sha256) {
+  const wheel = await fetchVerified(url, sha256);
   const sitePackages = py.runPython('import site; site.getsitepackages()[0]');
   py.unpackArchive(wheel, 'wheel', {extractDir: sitePackages});
   py.runPython('import importlib; importlib.invalidate_caches()');
@@ -89,27 +71,22 @@ async function tryUnpack(what, install, {strict = false} = {}) {
  *  unpack: false goes to loadPackage (the worker's ?unpack=0, for comparisons and tests), after checking the
  *  sha256 of the same URL's bytes: the wheel URLs are immutable, so loadPackage's fetch is normally the HTTP
  *  cache's copy of them. */
-export async function installWheel(py, url, sha256, {unpack = true, bytes = null} = {}) {
+export async function installWheel(py, url, sha256, {unpack = true} = {}) {
   const strict = !!integrityOf(sha256);
-  if (unpack && await tryUnpack(url, () => unpackWheel(py, url, sha256, bytes), {strict})) return 'unpacked';
+  if (unpack && await tryUnpack(url, () => unpackWheel(py, url, sha256), {strict})) return 'unpacked';
   if (strict) await fetchVerified(url, sha256);
   await py.loadPackage(url, QUIET);
   return 'loadPackage';
 }
 
-/** Install NumPy into `py` (a Pyodide started from indexURL); resolves to 'unpacked' or 'loadPackage'.
- *  prefetched: a promise of prefetchWheel's result for numpyWheel's entry. */
-export async function installNumpy(py, indexURL, {unpack = true, prefetched = null} = {}) {
+/** Install NumPy into `py` (a Pyodide started from indexURL); resolves to 'unpacked' or 'loadPackage'. */
+export async function installNumpy(py, indexURL, {unpack = true} = {}) {
   const unpackNumpy = async () => {
-    const early = prefetched && await prefetched;
     const entry = py._api && py._api.lockfile_packages && py._api.lockfile_packages.numpy;
     if (!entry || !entry.file_name || !integrityOf(entry.sha256) || (entry.depends || []).length) {
       throw new Error('no usable numpy entry in the Pyodide lock file');
     }
-    const url = new URL(entry.file_name, indexURL).href;
-    // the early download is used only for the very file and digest Pyodide's own lock file names
-    const same = early && early.url === url && early.sha256 === entry.sha256;
-    await unpackWheel(py, url, entry.sha256, same ? early.bytes : null);
+    await unpackWheel(py, new URL(entry.file_name, indexURL).href, entry.sha256);
     py.loadedPackages.numpy = 'pyodide-webnn (unpacked; extension modules load on import)';
   };
   if (unpack && await tryUnpack('NumPy', unpackNumpy)) return 'unpacked';

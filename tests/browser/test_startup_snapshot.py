@@ -58,9 +58,9 @@ def _visit(context: Any, url: str, wasms: set[str]) -> dict[str, Any]:
 
 def test_second_visit_restores_the_snapshot_and_a_damaged_one_is_replaced(browser: Any, browser_name: str,
                                                                           dev_server: str) -> None:
-    # the page's Pyodide instantiates the worker's compiled pyodide.asm.wasm; Firefox sends the module, but the
-    # page could mostly not read it back in our runs (then it compiles its own, as before)
-    wasms = {"handed"} if browser_name == "chromium" else {"handed", "compiled"}
+    # the page's Pyodide instantiates the worker's compiled pyodide.asm.wasm; not in Firefox, whose page could
+    # mostly not read the module back (it compiles its own, as before: runtime.js sendsWasmModules)
+    wasms = {"handed"} if browser_name == "chromium" else {"compiled"}
     context = browser.new_context()
     try:
         url = f"{dev_server}/test/smoke.html"
