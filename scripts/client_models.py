@@ -5,6 +5,7 @@ weights, written once into a cache directory that the dev server serves at /clie
 | --- | --- | --- |
 | mobilenetv2 | the CNN of scripts/bench_models.py (conv, depthwise, clip, gemm), 1x3x224x224 | one partition |
 | encoder | a transformer encoder block: LayerNormalization, MatMul, Softmax, GELU (Erf), 1x16x64 | one partition |
+| encoder_bert | #16's BERT-like encoder: 2 blocks, width 128, 2 heads, MLP 512 (BERT-tiny), 1x32x128 | one partition |
 | lstm_gru | a sequence tagger: LSTM -> Atan -> GRU -> MatMul, 1x12x16 | three partitions: the EP has no Atan |
 
 The GRU is written with linear_before_reset=0 (the reset gate applied before the recurrent matmul, WebNN's
@@ -32,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "build" / "client-models"
 SEED = 20261124
 # Bumped when a model changes, so a cache written by an older generator is rebuilt.
-VERSION = 1
+VERSION = 2
 # The dev server may ask for two models at once: one generation at a time.
 _LOCK = threading.Lock()
 
@@ -45,8 +46,9 @@ def _bench_models() -> Any:
     return module
 
 
-def encoder() -> Any:
-    """One post-norm transformer encoder block (4 heads, width 64, MLP 128, exact GELU), eval mode."""
+def encoder(width: int = 64, heads: int = 4, hidden: int = 128, layers: int = 1) -> Any:
+    """`layers` post-norm transformer encoder blocks (default one: 4 heads, width 64, MLP 128, exact GELU), eval
+    mode."""
     import torch
     from torch import nn
 
@@ -71,7 +73,7 @@ def encoder() -> Any:
             return self.norm2(x + self.fc2(nn.functional.gelu(self.fc1(x), approximate="none")))
 
     torch.manual_seed(SEED)
-    return Encoder().eval()
+    return nn.Sequential(*[Encoder(width, heads, hidden) for _ in range(layers)]).eval()
 
 
 def lstm_gru() -> Any:
@@ -100,6 +102,8 @@ def lstm_gru() -> Any:
 MODELS: dict[str, tuple[Any, tuple[int, ...]]] = {
     "mobilenetv2": (lambda: _bench_models().mobilenet_v2(), (1, 3, 224, 224)),
     "encoder": (encoder, (1, 16, 64)),
+    # small operators, so per-operator and per-dispatch costs dominate (#16 line 2): over a hundred of them
+    "encoder_bert": (lambda: encoder(width=128, heads=2, hidden=512, layers=2), (1, 32, 128)),
     "lstm_gru": (lstm_gru, (1, 12, 16)),
     "lstm_gru_lbr1": (lstm_gru, (1, 12, 16)),
 }

@@ -2,18 +2,28 @@
 // benchmark graph from build/bench-models (written by `make bench`) and prints the time of each compiled step,
 // summed over runs, largest first.  A tool for kernel work, not part of `make bench`.
 //   node scripts/profile_pyodide.mjs MODEL_DIR NAME [RUNS] [--no-blas] [--no-compiler]
+//   node scripts/profile_pyodide.mjs --captured BUILD.json [RUNS] [--no-blas] [--no-compiler]
+// --captured takes a build message a page sent its worker (scripts/bench_dispatch.py --capture): e.g. the graph
+// onnxruntime-web's WebNN EP builds for the encoder.
 import fs from 'fs';
 import path from 'path';
 
 import {pyodideWithCore} from './pyodide_node.mjs';
 
 const flags = process.argv.slice(2).filter((a) => a.startsWith('--'));
-const [modelDir, name, runs = '20'] = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const captured = flags.includes('--captured');
+const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const [modelDir, name, runs = '20'] = captured ? [positional[0], '', positional[1] || '20'] : positional;
 const py = await pyodideWithCore();
 py.FS.mkdirTree('/home/pyodide/models');
-for (const ext of ['json', 'bin'].filter((e) => fs.existsSync(path.join(modelDir, `${name}.${e}`)))) {
-  py.FS.writeFile(`/home/pyodide/models/m.${ext}`, fs.readFileSync(path.join(modelDir, `${name}.${ext}`)));
+if (captured) {
+  py.FS.writeFile('/home/pyodide/models/captured.json', fs.readFileSync(modelDir));
+} else {
+  for (const ext of ['json', 'bin'].filter((e) => fs.existsSync(path.join(modelDir, `${name}.${e}`)))) {
+    py.FS.writeFile(`/home/pyodide/models/m.${ext}`, fs.readFileSync(path.join(modelDir, `${name}.${ext}`)));
+  }
 }
+py.globals.set('CAPTURED', captured);
 py.globals.set('RUNS', Number(runs));
 py.globals.set('BLAS', !flags.includes('--no-blas'));
 py.globals.set('COMPILER', !flags.includes('--no-compiler'));
@@ -28,10 +38,19 @@ from py_core.kernels.matrix import use_blas
 if BLAS:
     from scipy.linalg import blas
     use_blas(blas.sgemm)
-graph = load("/home/pyodide/models/m.json")
-exe = prepare(replay(graph), None if COMPILER else CompileOptions.none())
 rng = np.random.default_rng(0)
-feeds = {n: rng.random(d["shape"], dtype=np.float32) for n, d in graph.inputs.items()}
+if CAPTURED:
+    import base64
+    from py_core.bridge.jsonnum import loads
+    from py_core.builder import graph_from_json
+    m = json.load(open("/home/pyodide/models/captured.json"))
+    consts = {int(i): base64.b64decode(b) for i, b in zip(json.loads(m["constIds"]), m["buffers"])}
+    exe = prepare(graph_from_json(loads(m["graph"]), consts), None if COMPILER else CompileOptions.none())
+    feeds = {n: rng.random(d.shape, dtype=np.float32) for n, d in exe.input_descs.items()}
+else:
+    graph = load("/home/pyodide/models/m.json")
+    exe = prepare(replay(graph), None if COMPILER else CompileOptions.none())
+    feeds = {n: rng.random(d["shape"], dtype=np.float32) for n, d in graph.inputs.items()}
 exe.run(feeds)
 
 def describe(step):

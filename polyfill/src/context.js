@@ -10,6 +10,7 @@ import {destroyGraphState, makeGraph} from './graph.js';
 import {destroyTensorState, makeTensor} from './tensor.js';
 import {legacyCompute} from './compute.js';
 import {isStrict} from './compat.js';
+import {releaseWorker} from './pool.js';
 import {deviceLost, exportTensor, isGPUDevice, notAGPUDevice, rawWorker} from './webgpu.js';
 
 // opSupportLimits(): the draft (since webmachinelearning/webnn#910) and Chromium name the outputs of these
@@ -34,6 +35,7 @@ let nextObjectId = 1;
 const collected = new FinalizationRegistry(({core, kind, state}) => core.collect(kind, state));
 const droppedContexts = new FinalizationRegistry(({runtime, worker, id, listener}) => {
   runtime.lostListeners.delete(listener);
+  releaseWorker(runtime, worker);
   if (!worker.dead) worker.post('destroyContext', {ctx: id});
 });
 
@@ -76,6 +78,7 @@ class ContextCore {
     if (this.lost) return;
     this.lost = true;
     this.runtime.lostListeners.delete(this.onWorkerLost);
+    releaseWorker(this.runtime, rawWorker(this.worker));  // a WebGPU export may have wrapped it (webgpu.js)
     droppedContexts.unregister(this);
     this.resolveLost({message});
     for (const g of [...this.graphs]) destroyGraphState(g);

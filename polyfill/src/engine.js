@@ -160,6 +160,12 @@ export function createEngine({post, close, switches}) {
     }
   }
 
+  // The hot path's glue calls (write, dispatch, read) return their value, or their error as a JSON string.
+  function valueOrThrow(reply) {
+    if (typeof reply === 'string') throw JSON.parse(reply);
+    return reply;
+  }
+
   // Unpack [error-json, result] from a glue call; throws a plain {name, message} object on error.
   function unwrap(reply) {
     try {
@@ -209,10 +215,10 @@ export function createEngine({post, close, switches}) {
     },
     createTensor: (m) => unwrap(glue.create_tensor(m.ctx, m.tid, m.desc, m.readable, m.writable, m.constant,
       m.data || null)),
-    write: (m) => unwrap(glue.write_tensor(m.ctx, m.tid, m.data)),
-    dispatch: (m) => unwrap(glue.dispatch(m.ctx, m.gid, m.inputs, m.outputs)),
+    write: (m) => valueOrThrow(glue.write_tensor(m.ctx, m.tid, m.data)),
+    dispatch: (m) => valueOrThrow(glue.dispatch(m.ctx, m.gid, m.inputs, m.outputs)),
     read: (m) => {
-      const buffer = takeBytes(unwrap(glue.read_tensor(m.ctx, m.tid)));
+      const buffer = takeBytes(valueOrThrow(glue.read_tensor(m.ctx, m.tid)));
       return {value: buffer, transfer: [buffer]};
     },
     compute,
@@ -239,10 +245,10 @@ export function createEngine({post, close, switches}) {
         result = proxy.toJs({dict_converter: Object.fromEntries});
         proxy.destroy();
       }
-      post({id: msg.id, result: result === undefined ? null : result}, transfer);
+      if (!msg.quiet) reply({id: msg.id, result: result === undefined ? null : result}, transfer);
     } catch (e) {
       if (e && typeof e === 'object' && 'name' in e && 'message' in e && !(e instanceof Error)) {
-        post({id: msg.id, error: {name: e.name, message: e.message}});
+        reply({id: msg.id, error: {name: e.name, message: e.message}, ...(msg.quiet ? {quiet: msg.type} : {})});
         return;
       }
       // Anything else is a failure of the runtime itself (e.g. a WebAssembly trap): report it and stop, so
@@ -254,22 +260,47 @@ export function createEngine({post, close, switches}) {
       const detail = python ? "internal error in the WebNN engine (details in the worker's console)"
         : (e && e.message ? e.message : String(e));
       const message = `${msg.type} failed: ${detail}`;
-      post({id: msg.id, error: {name: msg.type === 'init' ? 'NotSupportedError' : 'OperationError', message}});
+      reply({id: msg.id, error: {name: msg.type === 'init' ? 'NotSupportedError' : 'OperationError', message},
+        ...(msg.quiet ? {quiet: msg.type} : {})});
       if (msg.type !== 'init') {
-        post({type: 'fatal', message});
+        reply({type: 'fatal', message});
+        flush();
         close();
       }
     }
   }
 
+  // Replies wait in `outbox` until the messages that arrived together (one batch from rpc.js) are all handled,
+  // then leave as one message (an array when there are several).
+  let outbox = [];
+  let outTransfer = [];
+  function reply(message, transfer = []) {
+    outbox.push(message);
+    if (transfer.length) outTransfer.push(...transfer);
+  }
+  function flush() {
+    if (!outbox.length) return;
+    const batch = outbox.length === 1 ? outbox[0] : outbox;
+    const transfer = outTransfer;
+    outbox = [];
+    outTransfer = [];
+    post(batch, transfer);
+  }
+
   async function pump() {
     pumping = true;
-    while (queue.length) await handle(queue.shift());
+    while (queue.length) {
+      const [msg, last] = queue.shift();
+      await handle(msg);
+      if (last || !queue.length) flush();
+    }
     pumping = false;
   }
 
   return (message) => {
-    queue.push(message);
+    // an array is a batch: its replies go back together, after its last message
+    const batch = Array.isArray(message) ? message : [message];
+    batch.forEach((m, i) => queue.push([m, i === batch.length - 1]));
     if (!pumping) pump();
   };
 }

@@ -10,6 +10,7 @@ import {ML, makeML} from './ml.js';
 import {MLOperand} from './operand.js';
 import {MLTensor} from './tensor.js';
 import {Runtime} from './runtime.js';
+import {poolStats} from './pool.js';
 import {engineThread} from './spawn.js';
 import {preloadPyodideScripts} from './load-pyodide.js';
 import {applyMode} from './compat.js';
@@ -70,10 +71,11 @@ function install() {
     /** WebGPU interop counters: exports, returns (GPUBuffer.destroy()), their bytes, the copies they made. */
     webgpuStats,
     get bootTimings() { return {...runtime.timings}; },
-    /** The worker's counters: live graphs and tensors, tensor bytes, native (C kernels loaded: 1/0), blas. */
-    workerStats: async () => (await runtime.boot()).request('stats', {}),
-    /** A model file turned into a recorded WebNN program ({json, weights, ms}) by the execution worker's Pyodide
-     *  (the gallery's TFLite loader, py_core/bridge/model_loader.py); `bytes` (an ArrayBuffer) is transferred.
+    /** The workers' counters: live graphs and tensors, tensor bytes, memory (summed over the workers running),
+     *  native (C kernels loaded: 1/0), blas, and `workers` (how many run: pool.js). */
+    workerStats: () => poolStats(runtime),
+    /** A model file turned into a graph file ({json, weights, ms}) by the execution worker's Pyodide (the
+     *  gallery's TFLite loader, py_core/bridge/model_loader.py); `bytes` (an ArrayBuffer) is transferred.
      *  format: 'tflite'; wheels: the loader's pure-Python wheels [{url, sha256}], installed (checked) once.
      *  Starts only the worker: the page's builder Pyodide is not needed for this. */
     loadModel: async (bytes, {format = 'tflite', name = '', wheels = []} = {}) =>

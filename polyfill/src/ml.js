@@ -1,6 +1,7 @@
 // ML: navigator.ml.createContext().  https://www.w3.org/TR/webnn/#api-ml
 
 import {makeContext} from './context.js';
+import {acquireWorker} from './pool.js';
 import {toDictionary, toEnum} from './idl.js';
 import {isStrict} from './compat.js';
 import {INTERNAL, defineInterface, illegal, stateOf} from './internal.js';
@@ -26,8 +27,8 @@ export class ML {
       // Graphs still run in the polyfill's engine (the CPU, in a worker); the context remembers the device, and
       // tensors reach it through createExportableTensor() / exportToGPU(), with copies (webgpu.js).
       // A lost or destroyed device is accepted, as Chromium 153 does (its createExportableTensor() refuses it).
-      const worker = await runtime.boot();
-      return makeContext(runtime, worker, {powerPreference: 'default', accelerated: true, gpuDevice: options});
+      const opts = {powerPreference: 'default', accelerated: true, gpuDevice: options};
+      return makeContext(runtime, await acquireWorker(runtime, opts), opts);
     }
     const o = toDictionary(options, `${where}: options`);
     const opts = {
@@ -39,7 +40,8 @@ export class ML {
     if (o.deviceType !== undefined && !isStrict()) {
       opts.deviceType = toEnum(o.deviceType, `${where}: options.deviceType`, DEVICE_TYPES, 'MLDeviceType');
     }
-    const worker = await runtime.boot();
+    // a worker of its own where one is free or may be started, so contexts run concurrently (pool.js)
+    const worker = await acquireWorker(runtime, opts);
     return makeContext(runtime, worker, opts);
   }
 }

@@ -1,12 +1,36 @@
 // Messaging with the execution worker: numbered requests, replies matched by id, transfer lists.
 // The worker handles messages strictly in order, which is what gives MLTensor its timeline.
+//
+// Fewer messages per dispatch (#16 line 2): the timeline calls a script makes in one go (writeTensor, dispatch,
+// readTensor, ...) leave as ONE postMessage, an array, sent when the current microtasks are done; the worker
+// answers a batch with one array of replies (engine.js), and sends none for a fire-and-forget post() that
+// succeeded.  Anything else (init, build, compute: large payloads, or buffers the caller handed over) is sent at
+// once, after what is already queued, so the order never changes.  The worker URL switch ?batch=0 (or
+// WEBNN_POLYFILL_CONFIG.batch = false) sends every message alone, for comparisons.
 
 import {errorFromJson} from './errors.js';
 import {spawnEngine} from './spawn.js';
 
+// message types that may wait for the end of the microtask checkpoint: small, their buffers are our own copies
+const BATCHED = new Set(['write', 'dispatch', 'read', 'createTensor', 'destroyTensor', 'destroyGraph',
+  'destroyContext', 'stats']);
+
+/** Whether messages to the worker at `url` are batched: not with ?batch=0 or config batch: false. */
+function batching(url, config) {
+  if (config && config.batch === false) return false;
+  try {
+    return new URL(url).searchParams.get('batch') !== '0';
+  } catch (e) {
+    return true;
+  }
+}
+
 export class WorkerClient {
-  constructor(url, onProgress, onLost) {
+  constructor(url, onProgress, onLost, config = null) {
     this.worker = spawnEngine(url);
+    this.batching = batching(url, config);
+    this.outbox = [];  // messages waiting for the flush, and what they transfer
+    this.transfers = [];
     this.pending = new Map();
     this.nextId = 1;
     this.dead = null;
@@ -21,8 +45,16 @@ export class WorkerClient {
   }
 
   #receive(msg) {
+    if (Array.isArray(msg)) {
+      for (const m of msg) this.#receive(m);
+      return;
+    }
     if (msg.type === 'progress') { this.onProgress && this.onProgress(msg); return; }
     if (msg.type === 'fatal') { this.#die(msg.message); return; }
+    if (msg.quiet) {  // a post() failed: the worker recorded the failure on the objects; say so in the console
+      if (typeof console !== 'undefined') console.warn(`[webnn-polyfill] ${msg.quiet} failed:`, msg.error.message);
+      return;
+    }
     const entry = this.pending.get(msg.id);
     if (!entry) return;
     this.pending.delete(msg.id);
@@ -33,6 +65,8 @@ export class WorkerClient {
   #die(reason) {
     if (this.dead) return;
     this.dead = reason;
+    this.outbox = [];
+    this.transfers = [];
     try { this.worker.terminate(); } catch (_) { /* already gone */ }
     // Lose the contexts first, so their pending promises reject as the spec says (InvalidStateError).
     this.onLost && this.onLost(reason);
@@ -46,15 +80,35 @@ export class WorkerClient {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, {resolve, reject});
-      this.worker.postMessage({id, type, ...payload}, transfer);
+      this.#send({id, type, ...payload}, transfer);
     });
   }
 
-  /** Send without waiting: failures are recorded on the objects involved by the worker itself. */
+  /** Send without waiting: failures are recorded on the objects involved by the worker itself, which replies
+   *  only then (`quiet`), and the console says so. */
   post(type, payload = {}, transfer = []) {
-    this.request(type, payload, transfer).catch((e) => {
-      if (typeof console !== 'undefined') console.warn(`[webnn-polyfill] ${type} failed:`, e.message);
-    });
+    if (this.dead) return;
+    this.#send({id: this.nextId++, type, quiet: true, ...payload}, transfer);
+  }
+
+  #send(message, transfer) {
+    if (!this.batching) {
+      this.worker.postMessage(message, transfer);
+      return;
+    }
+    this.outbox.push(message);
+    if (transfer.length) this.transfers.push(...transfer);
+    if (!BATCHED.has(message.type)) this.#flush();
+    else if (this.outbox.length === 1) queueMicrotask(() => this.#flush());
+  }
+
+  #flush() {
+    if (!this.outbox.length || this.dead) return;
+    const batch = this.outbox;
+    const transfer = this.transfers;
+    this.outbox = [];
+    this.transfers = [];
+    this.worker.postMessage(batch.length === 1 ? batch[0] : batch, transfer);
   }
 
   terminate(reason) { this.#die(reason); }

@@ -102,7 +102,7 @@ export class Runtime {
     const worker = new WorkerClient(
       this.config.workerURL,
       (msg) => this.#progress(msg.stage, msg.message),
-      (reason) => this.#workerLost(worker, reason));
+      (reason) => this.#workerLost(worker, reason), this.config);
     const ready = await worker.request('init', {pyodideURL: this.config.pyodideURL,
       lockFileURL: this.config.lockFileURL, coreWheelURL: this.coreWheelURL, coreWheelSha256: this.coreWheelSha256,
       handoff, sendModule: sendsWasmModules()}, handoff ? [handoff] : []);

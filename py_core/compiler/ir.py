@@ -9,7 +9,7 @@ traits (py_core.kernels.traits), and record what they decided in these typed fie
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,8 +96,6 @@ class Program:
             if oid == old:
                 self.outputs[name] = new
 
-    def walk(self) -> Iterator[tuple[int, Node]]:
-        return iter(list(enumerate(self.nodes)))
 
     def note(self, msg: str) -> None:
         self.notes.append(msg)

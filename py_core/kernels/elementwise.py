@@ -16,11 +16,26 @@ from collections.abc import Callable
 
 import numpy as np
 
+from py_core.kernels import native
 from py_core.kernels.common import binary, unary
 from py_core.kernels.mathfn import erf64
 from py_core.kernels.traits import KernelTraits, always
 
+F32 = np.dtype(np.float32)
+
 # ----------------------------------------------------------------------------------------------- helpers
+
+
+def _erf_f64(input: np.ndarray) -> np.ndarray:
+    return np.asarray(erf64(input.astype(np.float64))).astype(input.dtype)
+
+
+def _erf(input: np.ndarray) -> np.ndarray:
+    """erf: the C SIMD kernel for float32 (absolute error < 5e-7; WPT allows 1/1024: 0.04 vs 1.3 ms on 16384
+    elements in Pyodide), else float64 rounded once."""
+    if input.dtype == F32 and native.available():
+        return native.erf(input)
+    return _erf_f64(input)
 
 
 def _f64(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
@@ -163,7 +178,7 @@ KERNELS: dict[str, Callable[..., object]] = {
     "floor": _same(np.floor),
     "roundEven": _same(np.rint),
     "cos": _f64(np.cos),
-    "erf": _f64(erf64),
+    "erf": _erf,
     "exp": _f64(np.exp),
     "identity": _identity,
     "log": _f64(np.log),

@@ -7,12 +7,16 @@ stay accurate for both float types, and round once at the end.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from py_core.kernels import native
 from py_core.kernels.common import wide_type
 from py_core.kernels.traits import KernelTraits
+
+F32 = np.dtype(np.float32)
 
 
 def _normalize(x: np.ndarray, axes: tuple[int, ...], epsilon: float) -> np.ndarray:
@@ -60,6 +64,14 @@ def layer_normalization(input: np.ndarray, scale: np.ndarray | None, bias: np.nd
                         axes: list[int], epsilon: float) -> np.ndarray:
     """layerNormalization over `axes`; scale and bias are laid out in the order of `axes`.
     https://www.w3.org/TR/webnn/#api-mlgraphbuilder-layernorm"""
+    rank, k = input.ndim, len(axes)
+    if (k and input.dtype == F32 and native.available() and list(axes) == list(range(rank - k, rank))
+            and (scale is None or scale.dtype == F32) and (bias is None or bias.dtype == F32)):
+        # trailing axes in ascending order (what transformers use): rows of contiguous floats, the same float64
+        # arithmetic in C (measured in Pyodide on [1, 32, 128]: 12 us in C, 0.2-0.4 ms in NumPy)
+        n = math.prod(input.shape[rank - k:])
+        if n > 0:
+            return native.layer_norm(input, n, scale, bias, float(epsilon))
     y = _normalize(input.astype(np.float64), tuple(axes), epsilon)
     # scale/bias dims follow `axes` (e.g. [3, 1, 2]): transpose them to ascending axis order, then insert 1s
     order = sorted(range(len(axes)), key=lambda i: axes[i])

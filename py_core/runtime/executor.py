@@ -28,6 +28,10 @@ class Step:
     release: tuple[int, ...]
     label: str
     variant: str = ""  # the compiler's bound kernel, if any (py_core.compiler.ir.Node.variant)
+    # the fast path of Executable.run: the one operand's parameter name and slot, when the step has exactly one
+    # operand (not a list) and one output
+    one: str | None = None
+    one_slot: int = 0
 
 
 class Executable:
@@ -65,6 +69,9 @@ class Executable:
             types = tuple((np.dtype(d.data_type.numpy_name), tuple(d.shape)) for d in descs)
             steps.append(Step(node.op, call, tuple(args), outs, types, tuple(slot_of(i) for i in release),
                               node.label, node.variant))
+        for step in steps:
+            if len(step.args) == 1 and type(step.args[0][1]) is int and len(step.outputs) == 1:
+                step.one, step.one_slot = step.args[0][0], step.args[0][1]  # type: ignore[assignment]
         self.steps = steps
         self._outputs = tuple((name, slot_of(i)) for name, i in prog.outputs.items())
         # graph outputs that are constants (folded) are copied out: a caller may write into its results
@@ -94,19 +101,33 @@ class Executable:
         # integer division by zero, overflow and NaN-producing math are defined by the data, not errors
         with np.errstate(all="ignore"):
             for step in self.steps:
-                kw: dict[str, Any] = {}
-                for pname, ref in step.args:
-                    if ref is None:
-                        kw[pname] = None
-                    elif type(ref) is int:
-                        kw[pname] = vals[ref]
-                    else:
-                        kw[pname] = [vals[i] for i in ref]  # type: ignore[union-attr]
-                try:
-                    result = step.call(**kw)
-                except Exception as e:  # a kernel bug must not take the worker down: name the op and label
-                    where = f"[{step.label}] {step.op}" if step.label else step.op
-                    raise internal_error(where, e) from e
+                one = step.one
+                if one is not None:
+                    # one operand, one output: the element-wise bulk of small-op graphs (#16 line 2)
+                    try:
+                        result = step.call(**{one: vals[step.one_slot]})
+                    except Exception as e:  # a kernel bug must not take the worker down: name the op and label
+                        raise internal_error(f"[{step.label}] {step.op}" if step.label else step.op, e) from e
+                    dtype, shape = step.out_types[0]
+                    if type(result) is np.ndarray and result.shape == shape and result.dtype == dtype:
+                        vals[step.outputs[0]] = result
+                        for s in step.release:
+                            vals[s] = None
+                        continue
+                else:
+                    kw: dict[str, Any] = {}
+                    for pname, ref in step.args:
+                        if ref is None:
+                            kw[pname] = None
+                        elif type(ref) is int:
+                            kw[pname] = vals[ref]
+                        else:
+                            kw[pname] = [vals[i] for i in ref]  # type: ignore[union-attr]
+                    try:
+                        result = step.call(**kw)
+                    except Exception as e:  # a kernel bug must not take the worker down: name the op and label
+                        where = f"[{step.label}] {step.op}" if step.label else step.op
+                        raise internal_error(where, e) from e
                 results = result if isinstance(result, (list, tuple)) else (result,)
                 for s, (dtype, shape), arr in zip(step.outputs, step.out_types, results, strict=True):
                     if type(arr) is not np.ndarray:

@@ -7,6 +7,7 @@ and returns its error next to its tolerance.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -271,6 +272,55 @@ def activation_case(rng: np.random.Generator, act: int, lo: float, hi: float) ->
     return (error(got[finite], want[finite]) if same else float("inf")), tolerance(2)
 
 
+def erf_case(rng: np.random.Generator, size: int, scale: float) -> tuple[float, float]:
+    """(absolute error, tolerance) of erf against math.erf in float64 (WPT allows 1/1024 absolute; the kernel
+    promises 2e-7 plus float32 rounding), the branch edge at |x| = 0.5, zeros, infinities and NaN included."""
+    x = (rng.standard_normal(size) * scale).astype(np.float32)
+    edges = [0.0, -0.0, 0.5, -0.5, np.nextafter(np.float32(0.5), np.float32(0)), 1e-30, -3.0, 4.5, 10.0,
+             np.inf, -np.inf, np.nan]
+    x[:min(size, len(edges))] = edges[:size]
+    got = native.erf(x)
+    want = np.array([math.erf(v) if not math.isnan(v) else math.nan for v in x.astype(np.float64)])
+    nan = np.isnan(want)
+    if not np.array_equal(np.isnan(got), nan):
+        return float("inf"), 5e-7
+    # relative near 0 (the Taylor branch keeps erf(1e-30) = 1.128e-30), absolute above |erf| = 1e-3
+    err = np.abs(got[~nan] - want[~nan]) / np.maximum(np.minimum(1.0, 1e3 * np.abs(want[~nan])), 1e-300)
+    return float(err.max()) if err.size else 0.0, 5e-7
+
+
+def layer_norm_case(rng: np.random.Generator, rows: int, n: int, affine: bool) -> tuple[float, float]:
+    """(error, tolerance) of layer_norm over the last axis against its definition in float64."""
+    x = (rng.standard_normal((rows, n)) * 3 + 5).astype(np.float32)
+    scale = rng.standard_normal(n).astype(np.float32) if affine else None
+    bias = rng.standard_normal(n).astype(np.float32) if affine else None
+    got = native.layer_norm(x, n, scale, bias, 1e-5)
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axis=1, keepdims=True)
+    want = (x64 - mean) / np.sqrt(((x64 - mean) ** 2).mean(axis=1, keepdims=True) + 1e-5)
+    if affine:
+        want = want * scale + bias  # type: ignore[operator]
+    return error(got, want), tolerance(2)
+
+
+def softmax_case(rng: np.random.Generator, rows: int, n: int, scale: float) -> tuple[float, float]:
+    """(error, tolerance) of softmax along the last axis against float64, a row with -inf and one whose terms
+    fall into the subnormal range included."""
+    x = (rng.standard_normal((rows, n)) * scale).astype(np.float32)
+    if n > 1:
+        x[0, 0] = -np.inf
+        x[-1, :] = np.linspace(0, -100, n, dtype=np.float32)
+    got = native.softmax_last(x)
+    # x - max rounded to float32 as the kernel (and the NumPy reference) forms it; the rest in float64
+    with np.errstate(invalid="ignore"):
+        e = np.exp((x - x.max(axis=1, keepdims=True)).astype(np.float64))
+    want = e / e.sum(axis=1, keepdims=True)
+    # relative to each value (subnormal results count), within a few float32 ulp of the float64 value
+    floor = float(np.finfo(np.float32).smallest_subnormal)
+    err = np.abs(got - want) / np.maximum(np.abs(want), floor * 2**23)
+    return float(err.max()), 8 * float(np.finfo(np.float32).eps)
+
+
 def cases() -> Iterator[tuple[str, Any]]:
     """Every check as (name, zero-argument function returning (error, tolerance))."""
     rng = np.random.default_rng(7)
@@ -295,6 +345,12 @@ def cases() -> Iterator[tuple[str, Any]]:
                 yield f"edge {kind} {case} {layout}", lambda c=case, lay=layout, k=kind: edge_case(rng, c, lay, k)
                 yield f"edge graph {kind} {case} {layout}", \
                     lambda c=case, lay=layout, k=kind: edge_graph_case(rng, c, lay, k)
+    for size, scale in ((1, 1.0), (7, 0.4), (1003, 2.0), (4096, 6.0)):
+        yield f"erf {size} x{scale}", lambda n=size, sc=scale: erf_case(rng, n, sc)
+    for rows, n, affine in ((1, 1, True), (3, 7, False), (32, 128, True), (5, 1000, True)):
+        yield f"layer_norm {rows}x{n} affine={affine}", lambda r=rows, k=n, a=affine: layer_norm_case(rng, r, k, a)
+    for rows, n, scale in ((1, 1, 1.0), (4, 7, 3.0), (64, 32, 5.0), (3, 1001, 30.0)):
+        yield f"softmax {rows}x{n} x{scale}", lambda r=rows, k=n, sc=scale: softmax_case(rng, r, k, sc)
     for shape, axis, sizes in RESAMPLE_CASES:
         yield f"resample {shape} axis {axis} -> {sizes}", \
             lambda s=shape, a=axis, z=sizes: resample_case(rng, s, a, z)

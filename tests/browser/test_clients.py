@@ -27,7 +27,7 @@ from web.browsers import launch_args
 pytestmark = pytest.mark.browser
 
 RELATIVE_TOLERANCE = 1e-3
-ORT_MODELS = ("mobilenetv2", "encoder", "lstm_gru")
+ORT_MODELS = ("mobilenetv2", "encoder", "encoder_bert", "lstm_gru")
 # three MediaPipe models of different shapes: segmentation (with a custom transposed conv), detection, landmarks
 LITERT_MODELS = ("selfie_segmentation", "face_detection_short_range", "hand_landmark_lite")
 

@@ -40,6 +40,20 @@ def test_matmul_random(seed):
     assert_close_terms(got, ref, mag, dtype, k)
 
 
+@pytest.mark.parametrize(("sa", "sb"), [((1, 2, 32, 64), (1, 2, 64, 32)), ((3, 1, 17, 33), (4, 33, 9)),
+                                        ((2, 16, 16), (1, 16, 24)), ((5, 40, 12), (12, 30))])
+def test_batched_matmul_products_one_matrix_at_a_time(sa, sb):
+    """Batched products big enough for the C product (attention's heads) run it per matrix, broadcast batch
+    dimensions included, with the same result as float64 within the product's bound."""
+    rng = np.random.default_rng(len(sa) + sa[-1])
+    a = rng.uniform(-2, 2, sa).astype(F32)
+    b = rng.uniform(-2, 2, sb).astype(F32)
+    got = run_op("matmul", {"a": a, "b": b})
+    ref = torch.matmul(t64(a), t64(b)).numpy()
+    mag = torch.matmul(t64(np.abs(a)), t64(np.abs(b))).numpy()
+    assert_close_terms(got, ref, mag, F32, sa[-1])
+
+
 def test_matmul_special_values():
     a = np.array([[np.inf, 1], [np.nan, 0], [-np.inf, 2], [3e38, 3e38]], F32)
     b = np.array([[1, 0, 2], [1, -1, 0]], F32)

@@ -99,7 +99,9 @@ CASES: dict[str, PerfCase] = _cases(
     PerfCase("chain500", "chain", 2.0),
     *(PerfCase(t, "tflite", baseline=False, startup=t == "selfie_segmentation") for t in TFLITE),
 )
-DEFAULT_CASES = list(CASES)
+# not a graph: the small-op cases of scripts/bench_dispatch.py on their own page (#16 lines 2 and 4)
+SMALL_OPS = "small_ops"
+DEFAULT_CASES = [*CASES, SMALL_OPS]
 GROUPS = ("model", "kernel", "chain", "tflite")
 
 
@@ -296,6 +298,15 @@ def startup(pw: Any, target: Target, browser: Any, base: str, counter: ByteCount
     return out
 
 
+def small_ops(browser: Any, base: str, repo_root: Path, target: str) -> dict[str, Any]:
+    """#16 lines 2 and 4 (scripts/bench_dispatch.py, on its own clients page): the encoder through ORT's WebNN EP
+    vs its WASM EP, the 1-op round trip, a second worker's cost, two contexts at once."""
+    from web.scripts import load_script
+
+    cases = load_script("bench_dispatch", repo_root)
+    return dict(cases.run_small_ops(browser, base, lambda m: log(f"{target}: {m}")))
+
+
 def litert(index: Mapping[str, Any], page_runs: Mapping[str, Mapping[str, Any]], reps: int) -> dict[str, Any]:
     """The TFLite models in native LiteRT (XNNPACK, 1 thread) on the page's inputs; outputs compared.
     `page_runs`: target -> case -> perf.run's answer (with inputs and outputs)."""
@@ -383,6 +394,8 @@ def run(opts: PerfOptions, out: Path, command: str) -> Path:
     model_dir, index = models(opts.regen)
     chosen = []
     for name in opts.cases:
+        if name == SMALL_OPS:
+            continue
         if name in index:
             chosen.append(case_of(name, index[name]))
         else:
@@ -420,6 +433,8 @@ def run(opts: PerfOptions, out: Path, command: str) -> Path:
                 page_runs[target.id] = run_cases(session, chosen, opts, writer)
                 writer.measure("worker", target.id, {"stats": session.perf("webnnPolyfill.workerStats()"),
                                                      "pageErrors": session.page_errors})
+                if SMALL_OPS in opts.cases:
+                    writer.measure("smallOps", target.id, small_ops(session.browser, base, repo_root, target.id))
                 if opts.baseline:
                     session.page_path = PAGE + BASELINE_QUERY
                     session.open_page()
@@ -467,7 +482,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--browsers", default="chromium,firefox",
                    help="comma-separated: chromium, firefox, webkit, chromium-npm (default chromium,firefox)")
     p.add_argument("--cases", default=",".join(DEFAULT_CASES),
-                   help=f"comma-separated graphs of scripts/bench_models.py (default: {','.join(DEFAULT_CASES)})")
+                   help=f"comma-separated graphs of scripts/bench_models.py, and {SMALL_OPS} (the encoder via ORT, "
+                        "the 1-op round trip, two contexts: scripts/bench_dispatch.py); "
+                        f"default: {','.join(DEFAULT_CASES)}")
     p.add_argument("--reps", type=int, default=10, help="timed runs per implementation (kernels: twice this)")
     p.add_argument("--seconds", type=float, default=90, help="time limit per case and implementation set")
     p.add_argument("--baseline", action="store_true",

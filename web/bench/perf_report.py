@@ -86,6 +86,12 @@ def _median(r: Result | None) -> float | None:
 # --------------------------------------------------------------------------------------------- text summary
 
 
+def _small_ops_lines(data: Mapping[str, Any]) -> list[str]:
+    from web.scripts import load_script  # the cases and their summary live in scripts/bench_dispatch.py
+
+    return list(load_script("bench_dispatch").summary(data))
+
+
 def summary_lines(meta: Mapping[str, Any], probes: Sequence[Mapping[str, Any]], results: Sequence[Result],
                   measures: Sequence[Mapping[str, Any]]) -> list[str]:
     """The text summary: per browser, a row per case and implementation with its ratios to onnxruntime-web."""
@@ -120,6 +126,9 @@ def summary_lines(meta: Mapping[str, Any], probes: Sequence[Mapping[str, Any]], 
                     cols.append("  " + " ".join(f"{v['relative']:.1e}" for v in agree.values()))
                     cols += [f" x {p} {v:.2f}" for p, v in ratio.items() if p not in PEERS]  # a case's own peers
                 lines.append(" ".join(cols))
+        for m in _measures(measures, "smallOps"):
+            if m["target"] == target:
+                lines += _small_ops_lines(m["data"])
         for m in _measures(measures, "startup"):
             if m["target"] != target:
                 continue

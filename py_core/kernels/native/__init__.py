@@ -43,6 +43,12 @@ _SIGNATURES = {
     "wk_sigmoid": [_P, _L],
     "wk_activation": [_P, _P, _L, _E, _F, _F],
 }
+# the small-op kernels of transformer graphs (erf, layerNormalization, softmax): see the end of this file
+_SIGNATURES.update({
+    "wk_erf": [_P, _P, _L],
+    "wk_layer_norm": [_P, _P, _L, _L, _P, _P, _F],
+    "wk_softmax": [_P, _P, _L, _L],
+})
 
 
 class NativeRangeError(ValueError):
@@ -243,4 +249,47 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
     """A new float32 array 1 / (1 + exp(-x))."""
     y = np.array(x, dtype=F32, order="C", copy=True)
     sigmoid_inplace(y)
+    return y
+
+
+# ------------------------------------------------------------------------------------------- small-op kernels
+
+
+def _contiguous(x: np.ndarray) -> np.ndarray:
+    return x if x.flags.c_contiguous else np.copy(x, order="C")  # (ascontiguousarray makes rank 0 rank 1)
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """A new float32 array erf(x) (absolute error below 5e-7, relative near 0)."""
+    assert _LIB is not None
+    _require(x.dtype == F32, "erf")
+    src = _contiguous(x)
+    y = np.empty(src.shape, F32)
+    _LIB.wk_erf(_ptr(src), _ptr(y), src.size)
+    return y
+
+
+def layer_norm(x: np.ndarray, n: int, scale: np.ndarray | None, bias: np.ndarray | None,
+               epsilon: float) -> np.ndarray:
+    """A new float32 array: layerNormalization of x over its last axes, whose sizes multiply to n; scale and bias
+    hold n floats each in those axes' order, or are None."""
+    assert _LIB is not None
+    _require(x.dtype == F32 and n > 0 and x.size % n == 0 and _fit(x.size), "layer_norm")
+    for a in (scale, bias):
+        _require(a is None or (a.dtype == F32 and a.size == n), "layer_norm")
+    src = _contiguous(x)
+    sc = None if scale is None else _contiguous(scale)
+    bi = None if bias is None else _contiguous(bias)
+    y = np.empty(src.shape, F32)
+    _LIB.wk_layer_norm(_ptr(src), _ptr(y), src.size // n, n, _ptr(sc), _ptr(bi), epsilon)
+    return y
+
+
+def softmax_last(x: np.ndarray) -> np.ndarray:
+    """A new float32 array: softmax of x along its last axis."""
+    assert _LIB is not None
+    _require(x.dtype == F32 and x.ndim >= 1 and x.shape[-1] > 0 and _fit(x.size), "softmax")
+    src = _contiguous(x)
+    y = np.empty(src.shape, F32)
+    _LIB.wk_softmax(_ptr(src), _ptr(y), src.size // src.shape[-1], src.shape[-1])
     return y

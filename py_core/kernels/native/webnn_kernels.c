@@ -480,3 +480,127 @@ EXPORT void wk_activation(const float *x, float *y, i64 count, int act, float lo
   for (; i + 4 <= count; i += 4) st(y + i, act4(ld(x + i), act, lo, hi));
   for (; i < count; i++) y[i] = act1(x[i], act, lo, hi);
 }
+
+/* ======================================================================================= small-op kernels
+ * The per-operator kernels of transformer-sized graphs (#16 line 2: a BERT-like encoder's erf, layer norm and
+ * softmax on [32, 128]-sized tensors), where NumPy's temporaries cost more than the arithmetic.
+ */
+
+/* ------------------------------------------------------------------------------------------------ erf
+ * |x| < 0.5: the Taylor series of erf(x) / x in x^2 to x^14 (truncation below 2e-8 relative: no cancellation
+ * near 0, where a 1 - erfc form loses every digit); above: Abramowitz & Stegun 7.1.26,
+ * 1 - t (a1 + t (a2 + ... a5 t)) exp(-x^2) with t = 1 / (1 + p |x|), absolute error below 1.5e-7 (WPT's erf
+ * tolerance is 1/1024 absolute), and the sign copied from x.  erf(+-inf) = +-1, NaN stays NaN.
+ */
+static inline v4 erf4(v4 x) {
+  const v4i sign = (v4i)x & (v4i)splat(-0.0f);
+  v4 a = (v4)((v4i)x & ~(v4i)splat(-0.0f));
+  v4 s = x * x;
+  v4 small = splat(-1.4925650358406252e-05f);
+  small = small * s + splat(1.2055332981789665e-04f);
+  small = small * s + splat(-8.548327023450853e-04f);
+  small = small * s + splat(5.223977625442188e-03f);
+  small = small * s + splat(-2.6866170645131252e-02f);
+  small = small * s + splat(1.1283791670955128e-01f);
+  small = small * s + splat(-3.7612638903183754e-01f);
+  small = small * s + splat(1.1283791670955126f);
+  small = small * x;
+  v4 t = splat(1.0f) / (splat(1.0f) + splat(0.3275911f) * a);
+  v4 p = splat(1.061405429f);
+  p = p * t + splat(-1.453152027f);
+  p = p * t + splat(1.421413741f);
+  p = p * t + splat(-0.284496736f);
+  p = p * t + splat(0.254829592f);
+  v4 big = splat(1.0f) - p * t * exp4(-s);
+  big = (v4)((v4i)big | sign);
+  return blend(big, small, a < splat(0.5f));
+}
+
+EXPORT void wk_erf(const float *x, float *y, i64 count) {
+  i64 i = 0;
+  for (; i + 4 <= count; i += 4) st(y + i, erf4(ld(x + i)));
+  if (i < count) {
+    float tail[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (i64 k = i; k < count; k++) tail[k - i] = x[k];
+    v4 v = erf4(ld(tail));
+    for (i64 k = i; k < count; k++) y[k] = v[k - i];
+  }
+}
+
+/* ---------------------------------------------------------------------------------- layerNormalization
+ * Each of `rows` rows of n contiguous floats: y = (x - mean) / sqrt(var + eps) * scale + bias, scale and bias
+ * of n floats (either may be NULL).  Mean, variance (two passes: no cancellation) and the affine step in
+ * float64, rounded once to float32, as the float64 reference does; sqrt is the correctly rounded instruction.
+ */
+EXPORT void wk_layer_norm(const float *x, float *y, i64 rows, i64 n, const float *scale, const float *bias,
+                          float eps) {
+  for (i64 r = 0; r < rows; r++) {
+    const float *xr = x + r * n;
+    float *yr = y + r * n;
+    double sum = 0.0;
+    for (i64 k = 0; k < n; k++) sum += (double)xr[k];
+    double mean = sum / (double)n;
+    double sq = 0.0;
+    for (i64 k = 0; k < n; k++) {
+      double d = (double)xr[k] - mean;
+      sq += d * d;
+    }
+    double inv = 1.0 / __builtin_sqrt(sq / (double)n + (double)eps);
+    for (i64 k = 0; k < n; k++) {
+      double v = ((double)xr[k] - mean) * inv;
+      if (scale) v *= (double)scale[k];
+      if (bias) v += (double)bias[k];
+      yr[k] = (float)v;
+    }
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------- softmax
+ * Along the last axis, rows of n contiguous floats: exp(x - max) with the SIMD exp above (the largest term is
+ * exactly 1, nothing overflows; the subnormal tail below -87 as sigmoid4 forms it, 0 below -104 and at -inf),
+ * summed in float64, each term divided by the sum rounded to float32.  NaN anywhere in a row gives NaN for that
+ * row, as the reference does.
+ */
+static inline v4 exp4_full(v4 x) {
+  v4i tiny = x < splat(-87.0f);
+  if (!any4(tiny)) return exp4(x);
+  v4 y = exp4(blend(x, zero4(), tiny));
+  v4i band = tiny & (x >= splat(-104.0f));
+  if (any4(band)) y = blend(y, exp4_tiny(blend(splat(-87.0f), x, band)), band);
+  return blend(y, zero4(), tiny & ~band);
+}
+
+EXPORT void wk_softmax(const float *x, float *y, i64 rows, i64 n) {
+  for (i64 r = 0; r < rows; r++) {
+    const float *xr = x + r * n;
+    float *yr = y + r * n;
+    float m = xr[0];
+    int nan = 0;
+    for (i64 k = 0; k < n; k++) {
+      nan |= xr[k] != xr[k];
+      m = xr[k] > m ? xr[k] : m;
+    }
+    if (nan) {
+      for (i64 k = 0; k < n; k++) yr[k] = __builtin_nanf("");
+      continue;
+    }
+    double sum = 0.0;
+    i64 k = 0;
+    for (; k + 4 <= n; k += 4) {
+      v4 e = exp4_full(ld(xr + k) - splat(m));
+      st(yr + k, e);
+      sum += (double)e[0] + (double)e[1] + (double)e[2] + (double)e[3];
+    }
+    if (k < n) {
+      float tail[4] = {-200.0f, -200.0f, -200.0f, -200.0f}; /* a stand-in (exp gives 0), unused */
+      for (i64 j = k; j < n; j++) tail[j - k] = xr[j] - m;
+      v4 e = exp4_full(ld(tail));
+      for (i64 j = k; j < n; j++) {
+        yr[j] = e[j - k];
+        sum += (double)e[j - k];
+      }
+    }
+    float total = (float)sum;
+    for (k = 0; k < n; k++) yr[k] /= total;
+  }
+}

@@ -3,6 +3,7 @@
 // the person in colour, the background grey.  The mask is never read back into script.
 // WebNN/WebGPU interop: https://github.com/webmachinelearning/webnn/blob/main/mltensor-explainer.md
 
+import {descriptors} from '/lib/graphfile.js';
 import {resizeToTensor} from '../vision.js';
 
 const MODEL = 'selfie_segmentation';
@@ -181,7 +182,7 @@ export default {
     const [outName] = Object.keys(runner.outputs);
     const [inName] = Object.keys(runner.inputs);
     if (maskTensors.get(runner)?.device !== device) {
-      const {dataType, shape} = runner.program.outputs[outName];
+      const {dataType, shape} = descriptors(runner.program)[runner.program.outputs[outName]];
       maskTensors.set(runner, {device, tensor: context.createExportableTensor({dataType, shape}, device)});
     }
     const maskTensor = await maskTensors.get(runner).tensor;

@@ -1,0 +1,288 @@
+"""Small-op graphs, per-dispatch overhead and two contexts at once (#16 lines 2 and 4), in one page of the dev
+server's web/pages/clients (onnxruntime-web loaded, the polyfill beside it):
+
+    python scripts/bench_dispatch.py [--browser chromium] [--reps 30] [--cases encoder_bert,dispatch,two_contexts]
+                                     [--switches native=0] [--capture DIR]
+
+Each case is one function of a Playwright page that returns a JSON-able dict; `python -m web.bench perf` (make
+bench) runs them all on its own page (run_small_ops; the case name small_ops):
+`ort_encoder` (onnxruntime-web's WebNN EP on the polyfill against its WASM EP, interleaved),
+`dispatch_overhead` (writeTensor, dispatch, readTensor of a 1-operator graph) and `two_contexts` (the same
+graph dispatched on one context, then on two contexts at once: concurrent if the contexts run on two workers).
+--capture writes the graphs ORT builds (the build messages to the worker) for scripts/profile_pyodide.mjs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+
+def _summary(ms: list[float]) -> dict[str, float]:
+    return {"median": round(statistics.median(ms), 3), "min": round(min(ms), 3), "n": len(ms)}
+
+
+ORT_JS = r"""
+async ({model, shape, reps}) => {
+  const input = {data: clients.patternInput(shape, -1, 1), shape};
+  const out = {};
+  // interleaved: a few runs of each backend in turn, so drift on a shared machine hits both alike
+  for (let round = 0; round < 3; round++) {
+    for (const backend of ['wasm', 'webnn-polyfill']) {
+      const r = await clients.runOrt({model, backend, inputs: {input}, iterations: reps});
+      (out[backend] = out[backend] || []).push(...r.ms);
+    }
+  }
+  return out;
+}
+"""
+
+
+def ort_encoder(page: Any, model: str = "encoder_bert", shape: tuple[int, ...] = (1, 32, 128),
+                reps: int = 20) -> dict[str, Any]:
+    """onnxruntime-web on `model`: its WebNN EP on the polyfill vs its WASM EP (1 thread); ms per session.run."""
+    runs = page.evaluate(ORT_JS, {"model": f"/clients/models/{model}.onnx", "shape": list(shape), "reps": reps})
+    out = {backend: _summary(ms) for backend, ms in runs.items()}
+    out["ratio"] = round(out["webnn-polyfill"]["median"] / out["wasm"]["median"], 2)
+    # the best runs: on a busy machine the medians carry other processes' load
+    out["ratioOfMins"] = round(out["webnn-polyfill"]["min"] / out["wasm"]["min"], 2)
+    return out
+
+
+DISPATCH_JS = r"""
+async ({reps, size}) => {
+  const P = webnnPolyfill;
+  const ctx = await P.ml.createContext();
+  const b = new P.MLGraphBuilder(ctx);
+  const desc = {dataType: 'float32', shape: [size]};
+  const graph = await b.build({y: b.relu(b.input('x', desc))});
+  const x = await ctx.createTensor({...desc, writable: true});
+  const y = await ctx.createTensor({...desc, readable: true});
+  const data = new Float32Array(size).fill(-1);
+  const once = async () => {
+    ctx.writeTensor(x, data);
+    ctx.dispatch(graph, {x}, {y});
+    return ctx.readTensor(y);
+  };
+  for (let i = 0; i < 20; i++) await once();
+  const ms = [];
+  for (let i = 0; i < reps; i++) {
+    const t = performance.now();
+    await once();
+    ms.push(performance.now() - t);
+  }
+  // pipelined: many dispatches queued, one read at the end (the throughput side)
+  const t = performance.now();
+  for (let i = 0; i < reps; i++) { ctx.writeTensor(x, data); ctx.dispatch(graph, {x}, {y}); }
+  await ctx.readTensor(y);
+  const pipelined = (performance.now() - t) / reps;
+  ctx.destroy();
+  return {ms, pipelined};
+}
+"""
+
+
+def dispatch_overhead(page: Any, reps: int = 200, size: int = 4) -> dict[str, Any]:
+    """Round trip of writeTensor + dispatch + readTensor on a 1-operator graph (relu of `size` floats), ms."""
+    r = page.evaluate(DISPATCH_JS, {"reps": reps, "size": size})
+    return {"roundTrip": _summary(r["ms"]), "pipelinedPerDispatch": round(r["pipelined"], 3)}
+
+
+TWO_CONTEXTS_JS = r"""
+async ({reps, n}) => {
+  const P = webnnPolyfill;
+  async function setup() {
+    const ctx = await P.ml.createContext();
+    const b = new P.MLGraphBuilder(ctx);
+    const desc = {dataType: 'float32', shape: [n, n]};
+    const w = b.constant(desc, new Float32Array(n * n).fill(1 / n));
+    let h = b.input('x', desc);
+    for (let i = 0; i < 4; i++) h = b.relu(b.matmul(h, w));
+    const graph = await b.build({y: h});
+    const x = await ctx.createTensor({...desc, writable: true});
+    const y = await ctx.createTensor({...desc, readable: true});
+    ctx.writeTensor(x, new Float32Array(n * n).fill(0.5));
+    const run = async (k) => {
+      for (let i = 0; i < k; i++) ctx.dispatch(graph, {x}, {y});
+      return ctx.readTensor(y);
+    };
+    await run(2);
+    return {ctx, run};
+  }
+  const a = await setup();
+  const b = await setup();
+  const workers = (await P.workerStats()).workers;
+  const one = [], both = [];
+  for (let round = 0; round < 3; round++) {
+    let t = performance.now();
+    await a.run(reps);
+    await b.run(reps);
+    one.push(performance.now() - t);
+    t = performance.now();
+    await Promise.all([a.run(reps), b.run(reps)]);
+    both.push(performance.now() - t);
+  }
+  a.ctx.destroy();
+  b.ctx.destroy();
+  return {one, both, workers, cores: navigator.hardwareConcurrency};
+}
+"""
+
+
+def two_contexts(page: Any, reps: int = 10, n: int = 256) -> dict[str, Any]:
+    """`reps` dispatches of a 4 x (matmul n + relu) graph on each of two contexts: one after the other, then
+    both at once; speedup = sequential / concurrent (2.0 = two cores fully used)."""
+    r = page.evaluate(TWO_CONTEXTS_JS, {"reps": reps, "n": n})
+    seq, conc = statistics.median(r["one"]), statistics.median(r["both"])
+    return {"sequentialMs": round(seq, 1), "concurrentMs": round(conc, 1), "speedup": round(seq / conc, 2),
+            "workers": r["workers"], "cores": r["cores"]}
+
+
+SECOND_WORKER_JS = r"""
+async () => {
+  const P = webnnPolyfill;
+  const a = await P.ml.createContext();
+  const before = await P.workerStats();
+  const t = performance.now();
+  const b = await P.ml.createContext();
+  const ms = performance.now() - t;
+  const after = await P.workerStats();
+  a.destroy();
+  b.destroy();
+  return {ms, before, after};
+}
+"""
+
+
+def second_worker(page: Any) -> dict[str, Any]:
+    """What a second concurrent context costs when it starts a worker of its own: createContext() time and the
+    WebAssembly memory the new worker adds (both workers' wasmBytes summed by workerStats)."""
+    r = page.evaluate(SECOND_WORKER_JS)
+    mib = 1 << 20
+    return {"workers": [r["before"]["workers"], r["after"]["workers"]], "createContextMs": round(r["ms"]),
+            "addedWasmMiB": round((r["after"]["wasmBytes"] - r["before"]["wasmBytes"]) / mib, 1),
+            "firstWorkerWasmMiB": round(r["before"]["wasmBytes"] / mib, 1)}
+
+
+# Before the polyfill loads: keep what the page sends the worker's 'build' (graph JSON and constants).
+CAPTURE_INIT = r"""
+(() => {
+  window.__builds = [];
+  const post = Worker.prototype.postMessage;
+  Worker.prototype.postMessage = function (msg, ...rest) {
+    // copied now: the buffers are transferred
+    if (msg && msg.type === 'build') window.__builds.push({...msg, buffers: msg.buffers.map((u) => u.slice())});
+    return post.call(this, msg, ...rest);
+  };
+})();
+"""
+
+CAPTURED_JS = r"""
+() => window.__builds.map((m) => ({graph: m.graph, constIds: m.constIds, constantTensors: m.constantTensors,
+  buffers: m.buffers.map((u) => clients.toBase64(u))}))
+"""
+
+
+def save_captured(page: Any, out: Path) -> list[Path]:
+    """The captured build messages as DIR/build<i>.json (graph JSON string, constants base64)."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, m in enumerate(page.evaluate(CAPTURED_JS)):
+        p = out / f"build{i}.json"
+        p.write_text(json.dumps(m))
+        paths.append(p)
+    return paths
+
+
+def run_small_ops(browser: Any, base: str, log: Any) -> dict[str, Any]:
+    """Every case above in one fresh page of `browser` (for scripts/bench.py): {case: result or {error}}."""
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(600_000)
+    out: dict[str, Any] = {}
+    try:
+        page.goto(f"{base}/clients/")
+        page.wait_for_function("window.clientsReady === true")
+        page.evaluate("async () => { (await webnnPolyfill.ml.createContext()).destroy(); }")
+        for name, fn in CASES.items():
+            log(f"small ops: {name}")
+            try:
+                out[name] = fn(page)
+            except Exception as e:  # a failing case is reported, the bench goes on
+                out[name] = {"error": f"{type(e).__name__}: {e}"[:2000]}
+    finally:
+        context.close()
+    return out
+
+
+def summary(results: dict[str, Any]) -> list[str]:
+    """Report lines for `run_small_ops`' results of one browser."""
+    lines = []
+    enc, disp, two, sec = (results.get(k, {}) for k in ("encoder_bert", "dispatch", "two_contexts", "second_worker"))
+    if "wasm" in enc:
+        lines.append(f"small ops: encoder_bert via ORT, WebNN EP on the polyfill {enc['webnn-polyfill']['median']:.2f} "
+                     f"ms (min {enc['webnn-polyfill']['min']:.2f}) vs ORT WASM {enc['wasm']['median']:.2f} ms (min "
+                     f"{enc['wasm']['min']:.2f}): x{enc['ratio']} (mins x{enc['ratioOfMins']}); target <= 2")
+    if "roundTrip" in disp:
+        lines.append(f"small ops: 1-op write+dispatch+read {disp['roundTrip']['median']:.3f} ms (min "
+                     f"{disp['roundTrip']['min']:.3f}); target < 0.15")
+    if "speedup" in two:
+        lines.append(f"small ops: two contexts at once x{two['speedup']} ({two['sequentialMs']} ms one after the "
+                     f"other, {two['concurrentMs']} ms together, {two['workers']} workers, {two['cores']} cores)")
+    if "createContextMs" in sec:
+        lines.append(f"small ops: a second worker costs {sec['addedWasmMiB']} MiB of wasm memory and "
+                     f"{sec['createContextMs']} ms on its createContext()")
+    lines += [f"small ops: {k} ERROR {v['error'][:200]}" for k, v in results.items() if "error" in v]
+    return lines
+
+
+# second_worker before two_contexts: the worker it starts is then warm for the concurrency case
+CASES = {"dispatch": dispatch_overhead, "second_worker": second_worker, "two_contexts": two_contexts,
+         "encoder_bert": ort_encoder}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--browser", default="chromium")
+    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--reps", type=int, default=0, help="override each case's repetitions")
+    ap.add_argument("--switches", default="", help="worker URL switches, e.g. native=0&compiler=0")
+    ap.add_argument("--capture", type=Path, default=None)
+    args = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    from web.bench.session import dev_server
+    from web.browsers import launch_args
+
+    with dev_server() as base, sync_playwright() as pw:
+        browser = getattr(pw, args.browser).launch(**launch_args(args.browser))
+        page = browser.new_page()
+        page.set_default_timeout(600_000)
+        if args.capture:
+            page.add_init_script(CAPTURE_INIT)
+        if args.switches:
+            url = f"{base}/polyfill/webnn-worker.js?{args.switches}"
+            page.add_init_script(f"window.WEBNN_POLYFILL_CONFIG = {{workerURL: {json.dumps(url)}}};")
+        page.goto(f"{base}/clients/")
+        page.wait_for_function("window.clientsReady === true")
+        page.evaluate("async () => { (await webnnPolyfill.ml.createContext()).destroy(); }")
+        for name in args.cases.split(","):
+            kw = {"reps": args.reps} if args.reps else {}
+            print(f"{name}: {json.dumps(CASES[name](page, **kw))}", flush=True)
+        if args.capture:
+            for p in save_captured(page, args.capture):
+                print(f"captured {p}")
+        browser.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
