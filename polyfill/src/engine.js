@@ -64,7 +64,9 @@ export function createEngine({post, close, switches}) {
       mark: (stage, info) => {
         stages[stage] = Math.round(performance.now() - t0);
         if (stage !== 'runtime') return;
-        handOver(msg.handoff, plain ? {...info, wasmModule: msg.sendModule ? info.wasmModule : null} : {});
+        const what = msg.handOver || {};
+        handOver(msg.handoff, !plain ? {} : {...info, wasmModule: what.module ? info.wasmModule : null,
+          snapshotBytes: info.snapshot === 'made' || what.cachedSnapshot ? info.snapshotBytes : null});
         progress('worker-runtime', 'Pyodide started in the worker');
       }});
     pyodide = booted.py;

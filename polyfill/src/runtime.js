@@ -13,10 +13,14 @@ import {bootPyodide} from './boot.js';
 const PAGE_WAIT_LIMIT_MS = 60000;
 const STAGES = ['manifest', 'page-runtime', 'page-core', 'worker-runtime', 'worker-numpy', 'worker-core'];
 
-// Firefox sends a WebAssembly.Module from the worker, but the page could not read it back in our runs (a
-// messageerror), and serializing it held the worker back by about half a second: it is not sent there.
-function sendsWasmModules() {
-  return !(typeof navigator !== 'undefined' && /\bFirefox\//.test(navigator.userAgent || ''));
+// What the worker hands over. Firefox sends a WebAssembly.Module from the worker, but the page could not read it
+// back in our runs (a messageerror), and serializing it held the worker back by about half a second; and a
+// return visit there was slower (0.3-1.7 s in six interleaved pairs, not explained) with the page restoring the
+// worker's copy of the cached snapshot than reading the cache itself. So Firefox gets only a snapshot the worker
+// has just made (a first visit, where it spares the page's CPython start).
+function handOverWhat() {
+  const firefox = typeof navigator !== 'undefined' && /\bFirefox\//.test(navigator.userAgent || '');
+  return {module: !firefox, cachedSnapshot: !firefox};
 }
 
 export class Runtime {
@@ -105,7 +109,7 @@ export class Runtime {
       (reason) => this.#workerLost(worker, reason), this.config);
     const ready = await worker.request('init', {pyodideURL: this.config.pyodideURL,
       lockFileURL: this.config.lockFileURL, coreWheelURL: this.coreWheelURL, coreWheelSha256: this.coreWheelSha256,
-      handoff, sendModule: sendsWasmModules()}, handoff ? [handoff] : []);
+      handoff, handOver: handOverWhat()}, handoff ? [handoff] : []);
     if (ready && ready.snapshot) this.timings.snapshot = {...this.timings.snapshot, worker: ready.snapshot};
     if (ready && ready.numpy) this.timings.numpy = ready.numpy;  // 'unpacked' or 'loadPackage' (fallback)
     if (ready && ready.stages) this.timings.worker = ready.stages;  // ms on the worker's own clock
