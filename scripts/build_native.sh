@@ -2,6 +2,9 @@
 # `make build` step: compile py_core/kernels/native/webnn_kernels.c twice,
 #   _webnn_kernels.wasm32.wasm  clang --target=wasm32-unknown-emscripten -msimd128, a Pyodide side module
 #                             (shipped in the core wheel; Pyodide loads it, py_core calls it through ctypes)
+#   _webnn_kernels.relaxed.wasm32.wasm  the same with -DWK_RELAXED: the packed product's multiply-add as
+#                             f32x4.relaxed_madd (relaxed SIMD; the worker loads it where the engine
+#                             compiles it, else the plain one: py_core/kernels/native/__init__.py)
 #   _webnn_kernels.host.so    the system C compiler, for CPython (the core tests run the same C code)
 # Needs clang and wasm-ld (Debian: clang, lld; as root with apt-get they are installed when missing) and cc.
 # Rebuilds only when the source or this script is newer than an output.
@@ -10,6 +13,7 @@ cd "$(dirname "$0")/.."
 DIR=py_core/kernels/native
 SRC=$DIR/webnn_kernels.c
 WASM=$DIR/_webnn_kernels.wasm32.wasm
+RELAXED=$DIR/_webnn_kernels.relaxed.wasm32.wasm
 HOST=$DIR/_webnn_kernels.host.so
 # no fused multiply-add anywhere (wasm SIMD128 has none): the same rounding in both builds.
 # -fwrapv: signed overflow wraps instead of being undefined, so -O3 can never delete a bounds check on the
@@ -41,6 +45,36 @@ elif stale "$WASM"; then
   wasm-ld --experimental-pic -shared -o "$WASM" "$obj"
   rm -f "$obj"
   say "built $WASM ($(stat -c %s "$WASM") bytes)"
+fi
+# Relaxed SIMD: clang 14 (Debian 12) emits the proposal's first opcode for the fused multiply-add, f32x4.fma
+# (0xfd 0xaf 0x01), which browsers no longer accept; the standard f32x4.relaxed_madd (0xfd 0x85 0x02) has the
+# same operands and length.  The object's bytes are renumbered only if the pattern occurs exactly as often as
+# the compiler's own assembly listing has f32x4.fma (no operand byte happens to match), else no relaxed file.
+if command -v clang >/dev/null && command -v wasm-ld >/dev/null && stale "$RELAXED"; then
+  obj=$(mktemp --suffix=.o)
+  asm=$(mktemp --suffix=.s)
+  relaxed=(--target=wasm32-unknown-emscripten -msimd128 -mrelaxed-simd -DWK_RELAXED -nostdlib "${FLAGS[@]}"
+           -Wshorten-64-to-32)
+  clang "${relaxed[@]}" -c "$SRC" -o "$obj"
+  clang "${relaxed[@]}" -S "$SRC" -o "$asm"
+  want=$(grep -c $'^\tf32x4.fma' "$asm" || true)
+  if python3 - "$obj" "$want" <<'PY'
+import sys
+path, want = sys.argv[1], int(sys.argv[2])
+data = open(path, "rb").read()
+old, new = bytes.fromhex("fdaf01"), bytes.fromhex("fd8502")
+if want == 0 or data.count(old) != want:
+    sys.exit(f"f32x4.fma: {data.count(old)} byte matches for {want} instructions")
+open(path, "wb").write(data.replace(old, new))
+PY
+  then
+    wasm-ld --experimental-pic -shared -o "$RELAXED" "$obj"
+    say "built $RELAXED ($(stat -c %s "$RELAXED") bytes, $want relaxed_madd)"
+  else
+    rm -f "$RELAXED"
+    say "WARNING: the relaxed-SIMD kernels are not built (the plain ones serve every engine)"
+  fi
+  rm -f "$obj" "$asm"
 fi
 if ! command -v cc >/dev/null; then
   say "WARNING: no C compiler (cc): the host C kernels for CPython are not built"

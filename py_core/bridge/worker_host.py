@@ -160,10 +160,12 @@ class WorkerHost:
         self.tensors = {k: v for k, v in self.tensors.items() if v.context != context}
 
     def stats(self) -> dict[str, int]:
-        """Counts for tests and the bench: live graphs and tensors, tensor bytes, C kernels loaded (0/1)."""
+        """Counts for tests and the bench: live graphs and tensors, tensor bytes, C kernels loaded (0/1) and
+        whether they are the relaxed-SIMD build (0/1)."""
         return {"graphs": len(self.graphs), "tensors": len(self.tensors),
                 "tensorBytes": int(sum(s.array.nbytes for s in self.tensors.values())),
-                "native": int(native.available())}
+                "native": int(native.available()),
+                "nativeRelaxed": int(native.available() and native.LOADED_FILE == native.RELAXED_FILE)}
 
 
 def safe_call(fn: Callable[..., Any], *args: Any) -> list[Any]:

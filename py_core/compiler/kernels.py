@@ -25,6 +25,11 @@ Product = Callable[[np.ndarray, np.ndarray], np.ndarray]
 # ----------------------------------------------------------------------------------------- epilogues
 
 
+def _fits_c(b: np.ndarray) -> bool:
+    """Whether the C product can take this 2-D float32 constant as its packed right-hand side."""
+    return b.ndim == 2 and native.gemm_ok(np.empty((1, b.shape[0]), F32), b)
+
+
 def native_epilogue(epilogue: Sequence[Epilogue]) -> tuple[NativeAct, int]:
     """The C kernels' fused activation for an epilogue chain: ((act, lo, hi), epilogue steps consumed).
 
@@ -114,14 +119,19 @@ class PackedConv2d:
         if groups == 1:
             self.mode = "gemm1x1" if simple else "im2col"
             if layout == "nhwc":  # [M, KH*KW*C] x [KH*KW*C, O]
-                self.w = np.ascontiguousarray(w.reshape(kh * kw * cg, o))
+                self._w: np.ndarray | None = np.ascontiguousarray(w.reshape(kh * kw * cg, o))
             else:  # [O, C*KH*KW] x [C*KH*KW, OH*OW] per image
-                self.w = np.ascontiguousarray(w.transpose(3, 2, 0, 1).reshape(o, cg * kh * kw))
+                self._w = np.ascontiguousarray(w.transpose(3, 2, 0, 1).reshape(o, cg * kh * kw))
         else:
             self.mode = "depthwise"
             # taps [KH, KW, C] broadcast along a channels-last accumulator in both layouts: an NCHW tap
             # multiply-add loops over rows as short as 7 (measured 4x slower at 7x7x960 than channels-last)
-            self.w = np.ascontiguousarray(w.reshape(kh, kw, o))
+            self._w = np.ascontiguousarray(w.reshape(kh, kw, o))
+        # channels-last groups-1 weights are the product's right-hand side: with the C kernels, held once,
+        # packed into the panels it reads (native.PackedB); `w` unpacks them for the NumPy paths
+        self.w_packed: native.PackedB | None = None
+        if groups == 1 and layout == "nhwc" and native.available() and _fits_c(self.w):
+            self.w_packed, self._w = native.PackedB(self.w), None
         self.w_rows: np.ndarray | None = None
         self.w_planes: np.ndarray | None = None
         if bias is None:
@@ -142,6 +152,11 @@ class PackedConv2d:
         out_hw = out_shape[1:3] if layout == "nhwc" else out_shape[2:4]
         self.native_fits = native.conv_fits(in_hw, (kh, kw), self.strides, self.dilations,
                                             (self.padding[0], self.padding[2]), out_hw)
+
+    @property
+    def w(self) -> np.ndarray:
+        """The filter in the layout of its mode (see __init__), a plain array."""
+        return self._w if self._w is not None else self.w_packed.unpack()  # type: ignore[union-attr]
 
     def _padding_is_small(self, in_hw: Sequence[int]) -> bool:
         """Whether a padded copy of one input plane costs no more than the input plus the im2col columns."""
@@ -243,18 +258,24 @@ class PackedConv2d:
             n, oh, ow, o = self.out_shape
             a = (x.reshape(-1, x.shape[-1]) if self.mode == "gemm1x1"
                  else native.im2col_nhwc(x, self.kh, self.kw, *geometry, oh, ow))
-            y = native.sgemm(a, self.w, bias=self.bias_vec, bias_mode=native.BIAS_PER_COL, act=act, lo=lo,
-                             hi=hi).reshape(self.out_shape)
+            if self.w_packed is not None:
+                y = native.sgemm_packed(a, self.w_packed, bias=self.bias_vec, bias_mode=native.BIAS_PER_COL,
+                                        act=act, lo=lo, hi=hi)
+            else:
+                y = native.sgemm(a, self.w, bias=self.bias_vec, bias_mode=native.BIAS_PER_COL, act=act, lo=lo,
+                                 hi=hi)
+            y = y.reshape(self.out_shape)
         else:
             n, o, oh, ow = self.out_shape
             c = x.shape[1]
             y = np.empty(self.out_shape, F32)
-            cols = None if self.mode == "gemm1x1" else np.empty((c * self.kh * self.kw, oh * ow), F32)
             for b in range(n):
-                src = (x[b].reshape(c, -1) if cols is None
-                       else native.im2col_nchw(x[b], self.kh, self.kw, *geometry, oh, ow, cols))
-                native.sgemm(self.w, src, out=y[b].reshape(o, oh * ow), bias=self.bias_vec,
-                             bias_mode=native.BIAS_PER_ROW, act=act, lo=lo, hi=hi)
+                if self.mode == "gemm1x1":
+                    native.sgemm(self.w, x[b].reshape(c, -1), out=y[b].reshape(o, oh * ow), bias=self.bias_vec,
+                                 bias_mode=native.BIAS_PER_ROW, act=act, lo=lo, hi=hi)
+                else:  # im2col gathered block by block into the product's panels
+                    native.conv_nchw(x[b], self.w, self.kh, self.kw, *geometry, oh, ow, y[b].reshape(o, oh * ow),
+                                     self.bias_vec, act, lo, hi)
         for p in self.native_posts:
             p(y)
         return y
@@ -351,14 +372,19 @@ class PackedMatmul:
     def __init__(self, b: np.ndarray, *, product: Product, a_transpose: bool = False, alpha: float = 1.0,
                  c: np.ndarray | None = None, epilogue: Sequence[Epilogue] = (), out_shape: Sequence[int] = ()):
         self.matmul2d = product  # py_core.kernels.matrix.matmul2d, handed in by the pack trait
-        self.b = np.ascontiguousarray(b.astype(F32))
+        plain = np.ascontiguousarray(b.astype(F32))
+        # with the C kernels, B is held once, packed into the panels the product reads (native.PackedB); the
+        # NumPy path (C kernels switched off) unpacks it per call
+        self.packed = native.PackedB(plain) if native.available() and plain.size and _fits_c(plain) else None
+        self._b = None if self.packed is not None else plain
+        self.n = plain.shape[1]
         self.a_transpose, self.alpha = a_transpose, np.float32(alpha)
         self.c = None if c is None else c.astype(F32)
         self.epilogue, self.out_shape = tuple(epilogue), tuple(out_shape)
         self.posts = [e.apply for e in self.epilogue]
         # the C product takes C as a bias when it is one row (or a scalar) added after an unscaled product;
         # the first epilogue step fuses only right after that add (or right after the product, without C)
-        n = self.b.shape[1]
+        n = self.n
         self.bias_vec: np.ndarray | None = None
         one_row = self.c is None or self.c.size == 1 or (self.c.ndim >= 1 and self.c.shape[-1] == self.c.size == n)
         fusable = self.alpha == 1 and one_row
@@ -368,14 +394,24 @@ class PackedMatmul:
         self.native_fused = fusable
         self.native_posts = self.posts[used:]
 
+    @property
+    def b(self) -> np.ndarray:
+        """B as a plain [K, N] array."""
+        return self._b if self._b is not None else self.packed.unpack()  # type: ignore[union-attr]
+
     def __call__(self, a: np.ndarray) -> np.ndarray:
         x = a if a.dtype == F32 else a.astype(F32)
         if self.a_transpose:
             x = x.T
-        if native.available() and (x.ndim != 2 or native.gemm_ok(x, self.b)):
-            act, lo, hi = self.native_act
+        act, lo, hi = self.native_act
+        if self.packed is not None and native.available() and (x.ndim != 2 or native.sgemm_packed_ok(x)):
             rows = (np.ascontiguousarray(x) if x.ndim != 2 else x).reshape(-1, x.shape[-1])
-            y = native.sgemm(rows, self.b, bias=self.bias_vec, bias_mode=native.BIAS_PER_COL, act=act, lo=lo,
+            y = native.sgemm_packed(rows, self.packed, bias=self.bias_vec, bias_mode=native.BIAS_PER_COL, act=act,
+                                    lo=lo, hi=hi).reshape(self.out_shape)
+            fused, posts = self.native_fused, self.native_posts
+        elif self._b is not None and native.available() and (x.ndim != 2 or native.gemm_ok(x, self._b)):
+            rows = (np.ascontiguousarray(x) if x.ndim != 2 else x).reshape(-1, x.shape[-1])
+            y = native.sgemm(rows, self._b, bias=self.bias_vec, bias_mode=native.BIAS_PER_COL, act=act, lo=lo,
                              hi=hi).reshape(self.out_shape)
             fused, posts = self.native_fused, self.native_posts
         else:

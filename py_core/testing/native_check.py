@@ -17,7 +17,10 @@ from py_core.kernels import native
 from py_core.testing import reference
 
 GEMM_SHAPES = [(1, 1, 1), (4, 8, 3), (5, 9, 17), (7, 3, 2), (64, 64, 64), (65, 130, 33), (3, 1000, 1280),
-               (200, 12, 5)]
+               (200, 12, 5),
+               # the packed product: several K blocks (KC 256) and N blocks (NC 256), a partial last panel,
+               # an odd row left after the 2-row tiles, exactly one panel
+               (33, 300, 600), (2, 16, 1), (3, 17, 257), (131, 49, 160), (1, 40, 7), (6, 40, 20), (4, 44, 9)]
 GEMM_LAYOUTS = ["plain", "a_transposed", "b_strided"]
 EPILOGUES = [(native.ACT_NONE, 0.0, 0.0), (native.ACT_CLAMP, 0.0, 6.0), (native.ACT_CLAMP, -0.5, float("inf")),
              (native.ACT_HARD_SWISH, 0.0, 0.0)]
@@ -28,6 +31,12 @@ CONV_CASES = [  # (n, c, h, w, kh, kw, strides, dilations, padding top/bottom/le
     (1, 12, 13, 13, 3, 3, (1, 2), (2, 1), (2, 0, 1, 3)),
     (1, 3, 6, 6, 1, 1, (1, 1), (1, 1), (0, 0, 0, 0)),
     (1, 20, 17, 19, 3, 3, (2, 2), (1, 1), (1, 1, 1, 1)),
+    # the 3x3 depthwise fast path (rows whose taps are all inside, eight columns per step, an overlapping last
+    # vector): wide rows, strides 1 and 2 in either direction, padding on one side only
+    (1, 4, 30, 37, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
+    (1, 3, 31, 40, 3, 3, (2, 2), (1, 1), (0, 1, 0, 1)),
+    (1, 2, 12, 21, 3, 3, (2, 1), (1, 1), (1, 1, 0, 2)),
+    (1, 2, 9, 26, 3, 3, (1, 2), (1, 1), (0, 0, 3, 0)),
 ]
 
 
@@ -84,13 +93,19 @@ def gemm_case(rng: np.random.Generator, shape: tuple[int, int, int], layout: str
     return error(native.sgemm(a, b), a.astype(np.float64) @ b.astype(np.float64)), tolerance(k)
 
 
-def epilogue_case(rng: np.random.Generator, bias_mode: int, act: int, lo: float, hi: float) -> tuple[float, float]:
-    """(error, tolerance) of a product with a bias per row or column and a fused activation."""
-    m, n, k = 13, 21, 9
+def epilogue_case(rng: np.random.Generator, bias_mode: int, act: int, lo: float, hi: float,
+                  shape: tuple[int, int, int] = (13, 21, 9), prepacked: bool = False) -> tuple[float, float]:
+    """(error, tolerance) of a product with a bias per row or column and a fused activation; with prepacked,
+    B packed once (native.PackedB, the constant-weight path) and A read transposed."""
+    m, n, k = shape
     a = (rng.standard_normal((m, k)) * 2).astype(np.float32)
     b = (rng.standard_normal((k, n)) * 2).astype(np.float32)
     bias = rng.standard_normal(m if bias_mode == native.BIAS_PER_ROW else n).astype(np.float32)
-    got = native.sgemm(a, b, bias=bias, bias_mode=bias_mode, act=act, lo=lo, hi=hi)
+    if prepacked:
+        a = np.asfortranarray(a)
+        got = native.sgemm_packed(a, native.PackedB(b), bias=bias, bias_mode=bias_mode, act=act, lo=lo, hi=hi)
+    else:
+        got = native.sgemm(a, b, bias=bias, bias_mode=bias_mode, act=act, lo=lo, hi=hi)
     y = a.astype(np.float64) @ b.astype(np.float64)
     y += bias[:, None] if bias_mode == native.BIAS_PER_ROW else bias[None, :]
     return error(got, act_ref(y, act, lo, hi)), tolerance(k)
@@ -136,6 +151,30 @@ def im2col_case(rng: np.random.Generator, case: tuple[Any, ...], layout: str) ->
         for b in range(n):
             native.im2col_nchw(x[b], kh, kw, strides, dil, (pad[0], pad[2]), oh, ow, colbuf)
             got[b] = native.sgemm(wmat, colbuf).reshape(o, oh, ow)
+    return error(got, want), tolerance(c * kh * kw)
+
+
+def conv_gather_case(rng: np.random.Generator, case: tuple[Any, ...], o: int = 6,
+                     reference_kernel: bool = False) -> tuple[float, float]:
+    """(error, tolerance) of an NCHW groups-1 conv2d whose column matrix is gathered into the product's panels
+    (native.conv_nchw), with a bias and relu6; reference_kernel: against py_core.testing.reference (bounded by
+    the output, for edge geometry) instead of the padded float64 definition."""
+    n, c, h, w, kh, kw, strides, dil, pad = case
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    filt = rng.standard_normal((o, c, kh, kw)).astype(np.float32)
+    bias = rng.standard_normal(o).astype(np.float32)
+    if reference_kernel:
+        oh, ow = conv_out(case)
+        want = reference.conv2d(x, filt, None, pad, strides, dil, 1, (oh, ow)).astype(np.float64)
+    else:
+        want = conv_ref(x, filt, strides, dil, pad, 1)
+        oh, ow = want.shape[2:]
+    want = act_ref(want + bias[None, :, None, None], native.ACT_CLAMP, 0.0, 6.0)
+    got = np.empty(want.shape, np.float32)
+    wmat = np.ascontiguousarray(filt.reshape(o, c * kh * kw))
+    for b in range(n):
+        native.conv_nchw(x[b], wmat, kh, kw, strides, dil, (pad[0], pad[2]), oh, ow, got[b].reshape(o, oh * ow),
+                         bias, native.ACT_CLAMP, 0.0, 6.0)
     return error(got, want), tolerance(c * kh * kw)
 
 
@@ -331,10 +370,19 @@ def cases() -> Iterator[tuple[str, Any]]:
         for act, lo, hi in EPILOGUES:
             yield f"epilogue bias{mode} act{act} [{lo}, {hi}]", \
                 lambda m=mode, a=act, lo_=lo, hi_=hi: epilogue_case(rng, m, a, lo_, hi_)
+            for shape in ((7, 40, 300), (5, 270, 3), (1, 33, 20)):
+                for pre in (False, True):
+                    yield f"epilogue {shape} prepacked={pre} bias{mode} act{act} [{lo}, {hi}]", \
+                        lambda m=mode, a=act, lo_=lo, hi_=hi, s=shape, p=pre: epilogue_case(rng, m, a, lo_, hi_, s, p)
     for case in CONV_CASES:
         for layout in ("nchw", "nhwc"):
             yield f"depthwise {case} {layout}", lambda c=case, lay=layout: depthwise_case(rng, c, lay)
             yield f"im2col {case} {layout}", lambda c=case, lay=layout: im2col_case(rng, c, lay)
+        yield f"conv gather {case}", lambda c=case: conv_gather_case(rng, c)
+    # several K blocks (C*KH*KW past 256), N blocks (OH*OW past 256), panels across output rows
+    for case in ((1, 40, 23, 21, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
+                 (2, 3, 37, 35, 3, 3, (2, 2), (1, 1), (0, 1, 0, 1))):
+        yield f"conv gather {case} o=33", lambda c=case: conv_gather_case(rng, c, 33)
     for act, lo, hi in EPILOGUES[1:]:
         yield f"activation act{act} [{lo}, {hi}]", lambda a=act, lo_=lo, hi_=hi: activation_case(rng, a, lo_, hi_)
     for size, scale in ((1, 1.0), (7, 3.0), (1000, 10.0), (4096, 40.0)):
@@ -345,6 +393,7 @@ def cases() -> Iterator[tuple[str, Any]]:
                 yield f"edge {kind} {case} {layout}", lambda c=case, lay=layout, k=kind: edge_case(rng, c, lay, k)
                 yield f"edge graph {kind} {case} {layout}", \
                     lambda c=case, lay=layout, k=kind: edge_graph_case(rng, c, lay, k)
+        yield f"edge conv gather {case}", lambda c=case: conv_gather_case(rng, c, 5, reference_kernel=True)
     for size, scale in ((1, 1.0), (7, 0.4), (1003, 2.0), (4096, 6.0)):
         yield f"erf {size} x{scale}", lambda n=size, sc=scale: erf_case(rng, n, sc)
     for rows, n, affine in ((1, 1, True), (3, 7, False), (32, 128, True), (5, 1000, True)):

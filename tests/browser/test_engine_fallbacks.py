@@ -57,6 +57,8 @@ def test_worker_engine_paths_agree_with_float64(browser: Any, dev_server: str, q
     assert not errors
     assert out["numpy"] == numpy_install
     assert out["stats"]["native"] == native
+    # the relaxed-SIMD build of the C kernels (both browsers compile relaxed SIMD)
+    assert out["stats"]["nativeRelaxed"] == native
     got = np.array(out["y"], np.float32).reshape(1, 4, 6, 6)
     # 72-term float32 sums, then sigmoid (WPT allows 34 ulp for it): far inside 1e-5 of values in (0.5, 1)
     np.testing.assert_allclose(got, _reference(x, w), rtol=0, atol=1e-5)

@@ -501,7 +501,7 @@ def test_recurrent(case: dict[str, Any]) -> None:
 
 
 @pytest.mark.skipif(not native.available(), reason="C kernels not built (make build)")
-@pytest.mark.parametrize("groups,fn", [(2, "depthwise"), (1, "im2col_nchw")])
+@pytest.mark.parametrize("groups,fn", [(2, "depthwise"), (1, "conv_nchw")])
 def test_the_c_path_is_really_taken(monkeypatch: pytest.MonkeyPatch, groups: int, fn: str) -> None:
     """A conv2d with a constant filter and huge geometry reaches the C kernel (else the fuzzer would compare
     NumPy with NumPy): the real kernel, wrapped to count its calls."""

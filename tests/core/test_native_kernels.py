@@ -160,10 +160,21 @@ def test_the_wrappers_refuse_what_the_kernels_cannot_handle_in_bounds() -> None:
     # operands that do not chain
     with pytest.raises(native.NativeRangeError, match=r"^C kernel sgemm operands: refused"):
         native.sgemm(np.ones((2, 3), np.float32), np.ones((4, 5), np.float32))
+    with pytest.raises(native.NativeRangeError):  # a packed B of another K
+        native.sgemm_packed(np.ones((2, 3), np.float32), native.PackedB(np.ones((4, 5), np.float32)))
     tables = [np.array([0, 7], np.int32), np.array([1, 7], np.int32), np.ones(2, np.float32), np.zeros(2, np.float32)]
     # a source index past the input
     with pytest.raises(native.NativeRangeError, match=r"^C kernel resample_linear tables: refused"):
         native.resample_linear(np.zeros((1, 4, 4), np.float32), 1, tuple(tables), tuple(tables))
+
+
+@pytest.mark.parametrize("n,k", [(1, 1), (15, 3), (16, 256), (17, 257), (300, 600), (4096, 64)])
+def test_the_python_side_sizes_the_packing_buffers_as_the_c_file_does(n: int, k: int) -> None:
+    assert native._LIB is not None
+    assert native.sgemm_work_size(n, k) == native._LIB.wk_sgemm_work(n, k)
+    assert native.packed_b_size(n, k) == native._LIB.wk_packed_b_size(n, k)
+    assert native.depthwise_work_size(3, 3, (2, 1), (1, 1), n, k) == native._LIB.wk_depthwise_nchw_work(n, k, 2, 1)
+    assert native.sgemm_work_size(n, k) == native._LIB.wk_conv_nchw_work(n, k)
 
 
 def test_packed_conv2d_keeps_numpy_when_the_geometry_does_not_fit() -> None:
@@ -178,3 +189,37 @@ def test_packed_conv2d_keeps_numpy_when_the_geometry_does_not_fit() -> None:
     assert PackedConv2d(w, None, dilations=[1, 1], **common).native_fits
     # not a valid WebNN dilation (> 2^32 - 1): only reachable from Python, and refused for the C kernels
     assert not PackedConv2d(w, None, dilations=[2**62, 1], **common).native_fits
+
+
+@pytest.mark.parametrize("strides", [(1, 1), (2, 2)])
+def test_depthwise_3x3_path_keeps_an_infinite_tap_out_of_the_padding(strides: tuple[int, int]) -> None:
+    """The 3x3 path multiplies the zero padding by the taps: a plane with an infinite tap keeps the loop that
+    skips taps outside the input, so the result is the reference's (inf), not 0 * inf = NaN."""
+    from py_core.kernels.convolution import conv2d
+
+    rng = np.random.default_rng(3)
+    x = rng.random((1, 2, 9, 12), dtype=np.float32) + 0.5
+    w = rng.standard_normal((2, 1, 3, 3)).astype(np.float32)
+    w[0, 0, 0, 0] = np.inf
+    want = conv2d(x, w, padding=[1, 1, 1, 1], strides=list(strides), dilations=[1, 1], groups=2,
+                  inputLayout="nchw", filterLayout="oihw")
+    got = native.depthwise(x, np.ascontiguousarray(w[:, 0]), "nchw", strides, (1, 1), (1, 1), want.shape, None,
+                           native.ACT_NONE, 0.0, 0.0)
+    assert np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(np.isinf(got), np.isinf(want))
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-5, atol=1e-5)
+
+
+def test_the_relaxed_build_is_chosen_by_the_switch_and_never_on_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PYODIDE_WEBNN_RELAXED=0 keeps the plain build; CPython always loads the host build (no relaxed one)."""
+    monkeypatch.setenv("PYODIDE_WEBNN_RELAXED", "0")
+    assert not native._relaxed_wanted()
+    monkeypatch.setenv("PYODIDE_WEBNN_RELAXED", "1")
+    assert native._relaxed_wanted()
+    monkeypatch.delenv("PYODIDE_WEBNN_RELAXED")
+    assert native._relaxed_wanted()
+    native.use_native(True)
+    try:
+        assert native.LOADED_FILE == native.LIB_FILE
+    finally:
+        native.use_native(True)

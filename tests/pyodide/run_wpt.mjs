@@ -21,13 +21,14 @@ const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, "..", "..");
 
 function parseArgs(argv) {
-  const out = { op: null, data: join(repo, "tests", "data", "wpt"), assets: null, native: false };
+  const out = { op: null, data: join(repo, "tests", "data", "wpt"), assets: null, native: false, relaxed: "0" };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === "--op") out.op = argv[++i];
     else if (a === "--data") out.data = resolve(argv[++i]);
     else if (a === "--assets") out.assets = resolve(argv[++i]);
     else if (a === "--native") out.native = true;
+    else if (a === "--relaxed") out.relaxed = argv[++i];
     else throw new Error(`unknown argument ${a}`);
   }
   return out;
@@ -52,13 +53,17 @@ async function main() {
   const dataInRepo = "/repo/" + args.data.slice(repo.length).replace(/^\/+/, "");
   pyodide.globals.set("WPT_DATA", dataInRepo);
   pyodide.globals.set("WPT_OP", args.op);
+  // which build of the C kernels loads: 0 the plain one, 1 the relaxed-SIMD one (Node needs
+  // --experimental-wasm-relaxed-simd for it; without, the plain one loads instead)
+  pyodide.runPython(`import os; os.environ["PYODIDE_WEBNN_RELAXED"] = ${JSON.stringify(String(args.relaxed))}`);
   const reportJson = await pyodide.runPythonAsync(args.native ? `
 import sys, json
 sys.dont_write_bytecode = True
 sys.path.insert(0, "/repo")
 from py_core.kernels import native
 from py_core.testing import native_check
-json.dumps({"native": native.available(), "checks": native_check.check_all() if native.available() else []})
+json.dumps({"native": native.available(), "native_file": native.LOADED_FILE,
+            "checks": native_check.check_all() if native.available() else []})
 ` : `
 import sys, json, platform
 sys.dont_write_bytecode = True  # never write __pycache__ into the mounted repository
@@ -74,6 +79,7 @@ _report = wpt.report(_results, _ops)
 _report["python"] = platform.python_version()
 _report["numpy"] = numpy.__version__
 _report["native"] = native.available()
+_report["native_file"] = native.LOADED_FILE
 json.dumps(_report)
 `);
   const t3 = performance.now();

@@ -27,6 +27,7 @@ ACT_NONE, ACT_CLAMP, ACT_HARD_SWISH = 0, 1, 2  # the C file's act codes
 BIAS_NONE, BIAS_PER_ROW, BIAS_PER_COL = 0, 1, 2  # its bias codes
 F32 = np.dtype(np.float32)
 LIB_FILE = "_webnn_kernels.wasm32.wasm" if sys.platform == "emscripten" else "_webnn_kernels.host.so"
+RELAXED_FILE = "_webnn_kernels.relaxed.wasm32.wasm"  # the same kernels with f32x4.relaxed_madd (wasm only)
 # Every integer passed to C, and every coordinate the C code forms from them (out * stride - pad + tap *
 # dilation, a few vector lanes past the last output), stays below this: far from int64 overflow.
 LIMIT = 2**62
@@ -34,11 +35,18 @@ INT32_MAX = 2**31 - 1
 
 _P, _L, _E, _F = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_float  # _E: the small act/bias codes
 _SIGNATURES = {
-    "wk_sgemm": [_L, _L, _L, _P, _L, _L, _P, _L, _P, _L, _P, _E, _E, _F, _F],
+    "wk_sgemm": [_L, _L, _L, _P, _L, _L, _P, _L, _P, _L, _P, _E, _E, _F, _F, _P],
+    "wk_sgemm_work": [_L, _L],
+    "wk_depthwise_nchw_work": [_L] * 4,
+    "wk_packed_b_size": [_L, _L],
+    "wk_pack_b": [_L, _L, _P, _L, _P],
+    "wk_sgemm_packed": [_L, _L, _L, _P, _L, _L, _P, _P, _L, _P, _E, _E, _F, _F],
     "wk_im2col_nhwc": [_L] * 4 + [_P] + [_L] * 10 + [_P],
     "wk_im2col_nchw": [_L] * 3 + [_P] + [_L] * 10 + [_P],
+    "wk_conv_nchw": [_L] * 3 + [_P] + [_L] * 10 + [_P, _L, _P, _P, _E, _F, _F, _P],
+    "wk_conv_nchw_work": [_L, _L],
     "wk_depthwise_nhwc": [_L] * 4 + [_P, _L, _L, _P] + [_L] * 8 + [_P, _P, _E, _F, _F],
-    "wk_depthwise_nchw": [_L] * 4 + [_P, _L, _L, _P] + [_L] * 8 + [_P, _P, _E, _F, _F],
+    "wk_depthwise_nchw": [_L] * 4 + [_P, _L, _L, _P] + [_L] * 8 + [_P, _P, _E, _F, _F, _P],
     "wk_resample_linear": [_L] * 4 + [_P, _L, _L] + [_P] * 9,
     "wk_sigmoid": [_P, _L],
     "wk_activation": [_P, _P, _L, _E, _F, _F],
@@ -51,20 +59,72 @@ _SIGNATURES.update({
 })
 
 
+# the functions returning an int64
+_SIZES = ("wk_sgemm_work", "wk_packed_b_size", "wk_depthwise_nchw_work", "wk_conv_nchw_work")
+# the packed product's blocking, as in webnn_kernels.c (tests/core/test_native_kernels.py checks they agree)
+PANEL, KC, NC = 16, 256, 256
+
+
+def sgemm_work_size(n: int, k: int) -> int:
+    """Floats of the work buffer wk_sgemm packs B into (one block of KC rows x NC columns)."""
+    return min(k, KC) * -(-min(n, NC) // PANEL) * PANEL
+
+
+def depthwise_work_size(kh: int, kw: int, strides: Sequence[int], dilations: Sequence[int], oh: int,
+                        ow: int) -> int:
+    """Floats of the padded plane the NCHW depthwise kernel's 3x3 path copies each channel into; 0 where that
+    path does not apply (other windows, dilations, a column stride past 2, or a plane past 2^24 floats)."""
+    sh, sw = strides
+    if (kh, kw) != (3, 3) or tuple(dilations) != (1, 1) or sw > 2:
+        return 0
+    size = ((oh - 1) * sh + 3) * ((ow - 1) * sw + 4)
+    return size if size <= 2**24 else 0
+
+
+def packed_b_size(n: int, k: int) -> int:
+    """Floats of a whole [K, N] B packed by wk_pack_b."""
+    return k * -(-n // PANEL) * PANEL
+
+
 class NativeRangeError(ValueError):
     """A C kernel was called with arrays or values it cannot handle in bounds: a caller skipped its check."""
 
 
+def _relaxed_wanted() -> bool:
+    """Whether to try the relaxed-SIMD build first (wasm only): yes unless PYODIDE_WEBNN_RELAXED=0.  An engine
+    without relaxed SIMD refuses to compile the file and the plain build loads instead."""
+    return os.environ.get("PYODIDE_WEBNN_RELAXED", "1") != "0"
+
+
+def _open() -> tuple[ctypes.CDLL, str] | None:
+    """The kernels' library for this platform and its file name (relaxed SIMD first where wanted)."""
+    plain = Path(__file__).with_name(LIB_FILE)
+    relaxed = Path(__file__).with_name(RELAXED_FILE)
+    if sys.platform == "emscripten" and relaxed.is_file() and _relaxed_wanted():
+        try:
+            return ctypes.CDLL(str(relaxed)), relaxed.name
+        except OSError:  # the engine cannot compile relaxed SIMD
+            pass
+    if not plain.is_file():
+        return None
+    return ctypes.CDLL(str(plain)), plain.name
+
+
+LOADED_FILE = ""  # which build _load() opened ("" when none)
+
+
 def _load() -> ctypes.CDLL | None:
+    global LOADED_FILE
+    LOADED_FILE = ""
     if os.environ.get("PYODIDE_WEBNN_NATIVE", "1") == "0":
         return None
-    path = Path(__file__).with_name(LIB_FILE)
-    if not path.is_file():
+    opened = _open()
+    if opened is None:
         return None
-    lib = ctypes.CDLL(str(path))
+    lib, LOADED_FILE = opened
     for name, args in _SIGNATURES.items():
         fn = getattr(lib, name)
-        fn.argtypes, fn.restype = args, None
+        fn.argtypes, fn.restype = args, (_L if name in _SIZES else None)
     return lib
 
 
@@ -123,6 +183,22 @@ def gemm_ok(a: np.ndarray, b: np.ndarray) -> bool:
             and _fit(*a.shape, *b.shape, *a.strides, *b.strides))
 
 
+def _product_out(m: int, n: int, out: np.ndarray | None, bias: np.ndarray | None, bias_mode: int, act: int,
+                 what: str) -> tuple[np.ndarray, int]:
+    """A product's checked output [m, n] (a new one when `out` is None) and its bias mode (none without a bias):
+    the C store writes rows through a float32 stride and reads the bias per row or per column."""
+    if out is None:
+        out = np.empty((m, n), F32)
+    _require(out.dtype == F32 and out.shape == (m, n) and out.strides[1] == 4 and out.strides[0] % 4 == 0
+             and _fit(*out.strides), f"{what} output")
+    if bias is None:
+        bias_mode = BIAS_NONE
+    _require(bias_mode in (BIAS_NONE, BIAS_PER_ROW, BIAS_PER_COL) and act in (ACT_NONE, ACT_CLAMP, ACT_HARD_SWISH)
+             and (bias is None or (_f32_c(bias) and bias.size == (m if bias_mode == BIAS_PER_ROW else n))),
+             f"{what} bias/activation")
+    return out, bias_mode
+
+
 def sgemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None, bias: np.ndarray | None = None,
           bias_mode: int = BIAS_NONE, act: int = ACT_NONE, lo: float = 0.0, hi: float = 0.0) -> np.ndarray:
     """out[M, N] = act(a[M, K] @ b[K, N] + bias); bias per row (length M) or per column (length N)."""
@@ -130,17 +206,53 @@ def sgemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None, bias: np.
     _require(gemm_ok(a, b), "sgemm operands")
     m, k = a.shape
     n = b.shape[1]
-    if out is None:
-        out = np.empty((m, n), F32)
-    _require(out.dtype == F32 and out.shape == (m, n) and out.strides[1] == 4 and out.strides[0] % 4 == 0
-             and _fit(*out.strides), "sgemm output")
-    if bias is None:
-        bias_mode = BIAS_NONE
-    _require(bias_mode in (BIAS_NONE, BIAS_PER_ROW, BIAS_PER_COL) and act in (ACT_NONE, ACT_CLAMP, ACT_HARD_SWISH)
-             and (bias is None or (_f32_c(bias) and bias.size == (m if bias_mode == BIAS_PER_ROW else n))),
-             "sgemm bias/activation")
+    out, bias_mode = _product_out(m, n, out, bias, bias_mode, act, "sgemm")
+    work = np.empty(sgemm_work_size(n, k), F32) if m >= 2 and n >= PANEL else None
     _LIB.wk_sgemm(m, n, k, _ptr(a), a.strides[0] // 4, a.strides[1] // 4, _ptr(b), b.strides[0] // 4,
-                  _ptr(out), out.strides[0] // 4, _ptr(bias), bias_mode, act, lo, hi)
+                  _ptr(out), out.strides[0] // 4, _ptr(bias), bias_mode, act, lo, hi, _ptr(work))
+    return out
+
+
+class PackedB:
+    """A constant right-hand side [K, N] packed once into the panels the product reads (wk_pack_b)."""
+
+    def __init__(self, b: np.ndarray):
+        assert _LIB is not None
+        _require(b.dtype == F32 and b.ndim == 2 and b.size > 0 and b.strides[1] == 4 and b.strides[0] % 4 == 0
+                 and _fit(*b.shape, *b.strides), "pack_b")
+        self.k, self.n = b.shape
+        self.data = np.empty(packed_b_size(self.n, self.k), F32)
+        _LIB.wk_pack_b(self.n, self.k, _ptr(b), b.strides[0] // 4, _ptr(self.data))
+
+    def unpack(self) -> np.ndarray:
+        """B [K, N] again, as a new array (for the NumPy kernels when the C kernels are off): the packed layout
+        is K blocks of KC rows, each as panels of PANEL columns stored k-major."""
+        width = -(-self.n // PANEL) * PANEL
+        blocks = []
+        for k0 in range(0, self.k, KC):
+            kc = min(KC, self.k - k0)
+            block = self.data[k0 * width:(k0 + kc) * width].reshape(width // PANEL, kc, PANEL)
+            blocks.append(block.transpose(1, 0, 2).reshape(kc, width)[:, :self.n])
+        return np.ascontiguousarray(np.concatenate(blocks))
+
+
+def sgemm_packed_ok(a: np.ndarray) -> bool:
+    """Whether sgemm_packed can read this left-hand side in place (float32, 2-D, element strides)."""
+    return (_LIB is not None and a.dtype == F32 and a.ndim == 2 and a.size > 0 and a.strides[0] % 4 == 0
+            and a.strides[1] % 4 == 0 and _fit(*a.shape, *a.strides))
+
+
+def sgemm_packed(a: np.ndarray, b: PackedB, out: np.ndarray | None = None, bias: np.ndarray | None = None,
+                 bias_mode: int = BIAS_NONE, act: int = ACT_NONE, lo: float = 0.0,
+                 hi: float = 0.0) -> np.ndarray:
+    """out[M, N] = act(a[M, K] @ B + bias) with B packed by PackedB."""
+    assert _LIB is not None
+    _require(a.dtype == F32 and a.ndim == 2 and a.size > 0 and a.shape[1] == b.k and a.strides[0] % 4 == 0
+             and a.strides[1] % 4 == 0 and _fit(*a.shape, *a.strides), "sgemm_packed operands")
+    m, n = a.shape[0], b.n
+    out, bias_mode = _product_out(m, n, out, bias, bias_mode, act, "sgemm_packed")
+    _LIB.wk_sgemm_packed(m, n, b.k, _ptr(a), a.strides[0] // 4, a.strides[1] // 4, _ptr(b.data), _ptr(out),
+                         out.strides[0] // 4, _ptr(bias), bias_mode, act, lo, hi)
     return out
 
 
@@ -166,6 +278,23 @@ def im2col_nchw(x: np.ndarray, kh: int, kw: int, strides: tuple[int, int], dilat
     return cols
 
 
+def conv_nchw(x: np.ndarray, w: np.ndarray, kh: int, kw: int, strides: tuple[int, int],
+              dilations: tuple[int, int], pad_top_left: tuple[int, int], oh: int, ow: int, out: np.ndarray,
+              bias: np.ndarray | None, act: int, lo: float, hi: float) -> np.ndarray:
+    """out[O, OH*OW] = act(w[O, C*KH*KW] x im2col(x) + bias per row) for one contiguous CHW image, the column
+    matrix gathered block by block into the product's panels (never written whole)."""
+    assert _LIB is not None
+    c, h, wd = x.shape
+    o = w.shape[0]
+    _require(_f32_c(x, w, bias, out) and w.shape == (o, c * kh * kw) and out.shape == (o, oh * ow)
+             and (bias is None or bias.size == o) and act in (ACT_NONE, ACT_CLAMP, ACT_HARD_SWISH)
+             and conv_fits((h, wd), (kh, kw), strides, dilations, pad_top_left, (oh, ow)), "conv_nchw")
+    work = np.empty(sgemm_work_size(oh * ow, c * kh * kw), F32)
+    _LIB.wk_conv_nchw(c, h, wd, _ptr(x), kh, kw, *strides, *dilations, *pad_top_left, oh, ow, _ptr(w), o,
+                      _ptr(out), _ptr(bias), act, lo, hi, _ptr(work))
+    return out
+
+
 def depthwise(x: np.ndarray, taps: np.ndarray, layout: str, strides: tuple[int, int],
               dilations: tuple[int, int], pad_top_left: tuple[int, int], out_shape: tuple[int, ...],
               bias: np.ndarray | None, act: int, lo: float, hi: float) -> np.ndarray:
@@ -178,6 +307,7 @@ def depthwise(x: np.ndarray, taps: np.ndarray, layout: str, strides: tuple[int, 
         _, oh, ow, _ = out_shape
         fn = _LIB.wk_depthwise_nhwc
         dims = (n, h, w, c)
+        work = None
     else:
         n, c, h, w = x.shape
         kh, kw = taps.shape[1], taps.shape[2]
@@ -185,12 +315,14 @@ def depthwise(x: np.ndarray, taps: np.ndarray, layout: str, strides: tuple[int, 
         _, _, oh, ow = out_shape
         fn = _LIB.wk_depthwise_nchw
         dims = (n, c, h, w)
+        size = depthwise_work_size(kh, kw, strides, dilations, oh, ow)
+        work = np.empty(size, F32) if size else None
     _require(_f32_c(x, taps, bias) and tuple(out_shape) == want_out and taps.shape == want_taps
              and (bias is None or bias.size == c) and act in (ACT_NONE, ACT_CLAMP, ACT_HARD_SWISH)
              and conv_fits((h, w), (kh, kw), strides, dilations, pad_top_left, (oh, ow)), f"depthwise_{layout}")
     y = np.empty(out_shape, F32)
     fn(*dims, _ptr(x), kh, kw, _ptr(taps), *strides, *dilations, *pad_top_left, oh, ow, _ptr(y), _ptr(bias),
-       act, lo, hi)
+       act, lo, hi, *(() if layout == "nhwc" else (_ptr(work),)))
     return y
 
 

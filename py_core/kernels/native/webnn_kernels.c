@@ -1,17 +1,19 @@
 /* The hot float32 kernels of the compiled graph, in C with 128-bit vectors.
  *
- * Built twice from this one file (Makefile, `make build`):
+ * Built three times from this one file (scripts/build_native.sh, `make build`):
  *   - for the browser: clang --target=wasm32-unknown-emscripten -msimd128 as a Pyodide side module
- *     (_webnn_kernels.wasm32.so, shipped in the core wheel; Pyodide loads it, Python calls it with ctypes);
+ *     (_webnn_kernels.wasm32.wasm, shipped in the core wheel; Pyodide loads it, Python calls it with ctypes),
+ *     and the same with -DWK_RELAXED (_webnn_kernels.relaxed.wasm32.wasm: the packed product's multiply-add
+ *     as f32x4.relaxed_madd, loaded first where the engine compiles it);
  *   - for CPython: gcc -shared (_webnn_kernels.host.so), so the core test suite runs the same code.
  * GCC vector extensions lower to wasm SIMD128 with clang and to SSE with gcc: no intrinsics, one source.
  *
  * Why: Pyodide's NumPy has no BLAS and no SIMD; its einsum product reaches 2-7 GFLOP/s and SciPy's wasm
- * OpenBLAS 5-8, while a 4x8 register-tiled SIMD product is measured in docs/performance.md.
+ * OpenBLAS 5-8, while the packed-panel SIMD product here runs at 30-50 (docs/performance.md).
  *
  * Rules: no libc (freestanding, nothing allocated here: every buffer comes from NumPy), float32 only,
- * plain multiply then add (wasm SIMD128 has no fused multiply-add, so results do not depend on contraction),
- * and the same post-op arithmetic as py_core/compiler/kernels.py so fused and unfused graphs round alike.
+ * plain multiply then add (-ffp-contract=off: no contraction the compiler chooses; only the relaxed build's
+ * MADD below may fuse, where the engine decides), and the same post-op arithmetic as py_core/compiler/kernels.py so fused and unfused graphs round alike.
  *
  * Indices: every count, stride, geometry value and offset is an i64 (64 bits in both builds; `long` is 32 bits
  * in wasm32), so padding or dilations near 2^32 give exact coordinates, and a coordinate is compared with the
@@ -74,8 +76,9 @@ static inline float act1(float v, int act, float lo, float hi) {
 /* ------------------------------------------------------------------------------------------------ GEMM
  * C[M, N] = act(A[M, K] B[K, N] + bias).  A is read through two strides (row ar, column ak: row-major,
  * transposed or pre-packed alike), B row by row (row stride ldb, unit column stride), C row-major (ldc).
- * Register tile 4 rows x 8 columns: 8 accumulators, 2 B vectors and 1 broadcast fit the 16 vector
- * registers of x86-64 (what a browser's wasm JIT maps SIMD128 to) without spills.  Sums run in k order.
+ * The strip kernel (used for M = 1 or N < 16, and without a work buffer): register tile 4 rows x 8 columns,
+ * 8 accumulators, 2 B vectors and 1 broadcast fit the 16 vector registers of x86-64 (what a browser's wasm
+ * JIT maps SIMD128 to) without spills.  Sums run in k order.  Larger products take the packed one below.
  */
 
 typedef struct {
@@ -193,9 +196,9 @@ static i64 strip_width(i64 N, i64 j) { return N - j >= 8 ? 8 : N - j >= 4 ? 4 : 
  * when B is the small operand (K x N under 64 K floats), each strip of B stays in cache instead. */
 #define ROW_BLOCK 64
 
-EXPORT void wk_sgemm(i64 M, i64 N, i64 K, const float *A, i64 ar, i64 ak, const float *B, i64 ldb, float *C,
-                     i64 ldc, const float *bias, int bias_mode, int act, float lo, float hi) {
-  epilogue e = {bias, bias_mode, act, lo, hi};
+static void sgemm_strips(i64 M, i64 N, i64 K, const float *A, i64 ar, i64 ak, const float *B, i64 ldb, float *C,
+                         i64 ldc, const epilogue *ep) {
+  const epilogue e = *ep;
   for (i64 i0 = 0; i0 < M; i0 += ROW_BLOCK) {
     i64 i1 = i0 + ROW_BLOCK < M ? i0 + ROW_BLOCK : M;
     for (i64 j = 0; j < N;) {
@@ -203,6 +206,269 @@ EXPORT void wk_sgemm(i64 M, i64 N, i64 K, const float *A, i64 ar, i64 ak, const 
       strip(i0, i1, j, w, K, A, ar, ak, B, ldb, C, ldc, &e);
       j += w;
     }
+  }
+}
+
+/* ----------------------------------------------------------------------------------------- packed GEMM
+ * The product as a BLAS does it: B is copied, one block of KC rows x NC columns at a time, into panels of
+ * PANEL columns stored k-major (panel p holds B[k0 + t, p .. p + 15] at [t * PANEL], zeros past N), so the
+ * inner loop reads one contiguous 64-byte line of B per k and broadcasts one element from each of MRB rows
+ * of A.  One panel of a K block (KC x PANEL floats, 16 KB) stays in L1 while the rows of A pass by (panel
+ * outside, rows inside).  Accumulators start from the partial sums of the earlier K blocks (read back from
+ * C), so every sum still runs in k order, as in the strip kernel above; bias and activation in the store
+ * after the last K block.  A constant B (gemm/matmul weights, channels-last conv filters) is packed once
+ * (wk_pack_b) and multiplied with wk_sgemm_packed.
+ *
+ * Measured in Chromium 156 and Firefox 153 (docs/performance.md): the strip kernel reads one new B row
+ * (stride ldb) per k, half of each 64-byte line, and runs at 17-20 GFLOP/s in Firefox against 26-39 in
+ * Chromium on the same wasm; packed, Firefox runs the same shapes at 30-34 GFLOP/s and Chromium at 34-40
+ * (38-50 for both with relaxed_madd).  MRB x PANEL = 2 x 16 (8 accumulators, 4 B vectors, 2 broadcasts) against
+ * 4 x 8: equal within the noise; 6 x 8 and 3 x 16 spill (12 accumulators) and lose 30-50%.
+ */
+/* The multiply-add of the packed product's inner loop.  The relaxed build (WK_RELAXED, a second wasm file, see
+ * scripts/build_native.sh) uses f32x4.relaxed_madd, which an engine may run as one fused multiply-add: on
+ * x86 with FMA both V8 and SpiderMonkey do, and the product gains 15-30% in Chromium 156 and Firefox 153 (the
+ * accumulator must be the third operand, the one an x86 FMA overwrites: as the first, Firefox ran 5-10%
+ * slower than without).  Fused or not, each sum still runs in k order; a fused step rounds once instead of
+ * twice (well inside native_check's tolerance).  The worker loads this build where the engine compiles it. */
+#ifdef WK_RELAXED
+/* clang 14 spells it f32x4.fma (the proposal's first opcode); build_native.sh renumbers it to relaxed_madd */
+#define MADD(a, b, c) __builtin_wasm_fma_f32x4((a), (b), (c))
+#else
+#define MADD(a, b, c) ((c) + (a) * (b))
+#endif
+#define PANEL 16
+#define PV (PANEL / 4)
+#define MRB 2
+#define KC 256
+#define MC 128
+#define NC 256
+
+/* the float count of a K block [kc, n] packed into panels */
+static inline i64 packed_size(i64 kc, i64 n) { return kc * ((n + PANEL - 1) / PANEL) * PANEL; }
+
+static void pack_b_block(i64 kc, i64 n, const float *b, i64 ldb, float *out) {
+  for (i64 p = 0; p < n; p += PANEL) {
+    i64 w = n - p < PANEL ? n - p : PANEL;
+    const float *src = b + p;
+    if (w == PANEL) {
+      for (i64 t = 0; t < kc; t++) {
+        for (int v = 0; v < PV; v++) st(out + 4 * v, ld(src + 4 * v));
+        src += ldb;
+        out += PANEL;
+      }
+    } else {
+      for (i64 t = 0; t < kc; t++) {
+        for (i64 q = 0; q < PANEL; q++) out[q] = q < w ? src[q] : 0.0f;
+        src += ldb;
+        out += PANEL;
+      }
+    }
+  }
+}
+
+/* MR rows x 4 NV columns of C from a K block: acc = (first ? 0 : C) + A[rows, k0:k0+kc] panel (the panel's
+ * first 4 NV columns: NV < PV for a last panel of few columns, e.g. 49 = 3 x 16 + 1) */
+#define DEF_MICRO_(MR, NV)                                                                                  \
+  static void micro_##MR##_##NV(i64 kc, const float *a, i64 ar, i64 ak, const float *bp, float *c, i64 ldc, \
+                         i64 ncols, int first, int last, const epilogue *e, i64 i, i64 j) {                 \
+    v4 acc[MR][NV];                                                                                         \
+    if (first) {                                                                                            \
+      for (int r = 0; r < MR; r++)                                                                          \
+        for (int v = 0; v < NV; v++) acc[r][v] = zero4();                                                   \
+    } else if (ncols == 4 * NV) {                                                                           \
+      for (int r = 0; r < MR; r++)                                                                          \
+        for (int v = 0; v < NV; v++) acc[r][v] = ld(c + r * ldc + 4 * v);                                   \
+    } else {                                                                                                \
+      for (int r = 0; r < MR; r++)                                                                          \
+        for (int v = 0; v < NV; v++)                                                                        \
+          for (int q = 0; q < 4; q++) acc[r][v][q] = 4 * v + q < ncols ? c[r * ldc + 4 * v + q] : 0.0f;     \
+    }                                                                                                       \
+    const float *ap[MR];                                                                                    \
+    for (int r = 0; r < MR; r++) ap[r] = a + r * ar;                                                        \
+    for (i64 k = 0; k < kc; k++) {                                                                          \
+      v4 bv[NV];                                                                                            \
+      for (int v = 0; v < NV; v++) bv[v] = ld(bp + 4 * v);                                                  \
+      for (int r = 0; r < MR; r++) {                                                                        \
+        v4 x = splat(*ap[r]);                                                                               \
+        for (int v = 0; v < NV; v++) acc[r][v] = MADD(x, bv[v], acc[r][v]);                                                \
+        ap[r] += ak;                                                                                        \
+      }                                                                                                     \
+      bp += PANEL;                                                                                          \
+    }                                                                                                       \
+    if (ncols == 4 * NV) {                                                                                  \
+      for (int r = 0; r < MR; r++)                                                                          \
+        for (int v = 0; v < NV; v++)                                                                        \
+          if (last) out4(e, c + r * ldc + 4 * v, i + r, j + 4 * v, acc[r][v]);                              \
+          else st(c + r * ldc + 4 * v, acc[r][v]);                                                          \
+    } else {                                                                                                \
+      for (int r = 0; r < MR; r++)                                                                          \
+        for (i64 q = 0; q < ncols; q++) {                                                                   \
+          float s = acc[r][q / 4][q % 4];                                                                   \
+          c[r * ldc + q] = last ? act1(s + bias1(e, i + r, j + q), e->act, e->lo, e->hi) : s;               \
+        }                                                                                                   \
+    }                                                                                                       \
+  }
+
+DEF_MICRO_(2, 4)
+DEF_MICRO_(2, 3)
+DEF_MICRO_(2, 2)
+DEF_MICRO_(2, 1)
+DEF_MICRO_(1, 4)
+DEF_MICRO_(1, 3)
+DEF_MICRO_(1, 2)
+DEF_MICRO_(1, 1)
+
+/* C[i0:i1, n0:n0+n] from one packed K block (rows k0..k0+kc of B, columns n0..n0+n) */
+static void gemm_block(i64 i0, i64 i1, i64 n0, i64 n, i64 k0, i64 kc, const float *A, i64 ar, i64 ak,
+                       const float *packed, float *C, i64 ldc, int first, int last, const epilogue *e) {
+  for (i64 m0 = i0; m0 < i1; m0 += MC) {
+    i64 m1 = m0 + MC < i1 ? m0 + MC : i1;
+    for (i64 p = 0; p < n; p += PANEL) {
+      i64 w = n - p < PANEL ? n - p : PANEL;
+      const float *bp = packed + (p / PANEL) * kc * PANEL;
+      i64 j = n0 + p, i = m0;
+#define MICRO_ROWS(MR, NV)                                                                                 \
+  micro_##MR##_##NV(kc, A + i * ar + k0 * ak, ar, ak, bp, C + i * ldc + j, ldc, w, first, last, e, i, j)
+#define MICRO_ALL_ROWS(NV)                                                                                 \
+  do {                                                                                                     \
+    for (; i + 2 <= m1; i += 2) MICRO_ROWS(2, NV);                                                         \
+    for (; i < m1; i++) MICRO_ROWS(1, NV);                                                                 \
+  } while (0)
+      switch ((w + 3) / 4) { /* the vectors of the panel that hold columns */
+        case 4: MICRO_ALL_ROWS(4); break;
+        case 3: MICRO_ALL_ROWS(3); break;
+        case 2: MICRO_ALL_ROWS(2); break;
+        default: MICRO_ALL_ROWS(1); break;
+      }
+#undef MICRO_ALL_ROWS
+#undef MICRO_ROWS
+    }
+  }
+}
+
+
+/* C = act(A B + bias) with B packed block by block into work (wk_sgemm_work(N, K) floats) */
+static void sgemm_packing(i64 M, i64 N, i64 K, const float *A, i64 ar, i64 ak, const float *B, i64 ldb,
+                          float *C, i64 ldc, const epilogue *e, float *work) {
+  for (i64 n0 = 0; n0 < N; n0 += NC) {
+    i64 n = N - n0 < NC ? N - n0 : NC;
+    for (i64 k0 = 0; k0 < K; k0 += KC) {
+      i64 kc = K - k0 < KC ? K - k0 : KC;
+      pack_b_block(kc, n, B + k0 * ldb + n0, ldb, work);
+      gemm_block(0, M, n0, n, k0, kc, A, ar, ak, work, C, ldc, k0 == 0, k0 + kc >= K, e);
+    }
+  }
+}
+
+/* the work buffer wk_sgemm needs for the packed product (floats) */
+EXPORT i64 wk_sgemm_work(i64 N, i64 K) { return packed_size(K < KC ? K : KC, N < NC ? N : NC); }
+
+/* C[M, N] = act(A[M, K] B[K, N] + bias).  A is read through two strides (row ar, column ak: row-major,
+ * transposed or a strided view alike), B row by row (row stride ldb, unit column stride), C row-major (ldc).
+ * With a work buffer (wk_sgemm_work floats) and at least one full tile, the packed product; else strips. */
+EXPORT void wk_sgemm(i64 M, i64 N, i64 K, const float *A, i64 ar, i64 ak, const float *B, i64 ldb, float *C,
+                     i64 ldc, const float *bias, int bias_mode, int act, float lo, float hi, float *work) {
+  epilogue e = {bias, bias_mode, act, lo, hi};
+  if (work && M >= MRB && N >= PANEL)
+    sgemm_packing(M, N, K, A, ar, ak, B, ldb, C, ldc, &e, work);
+  else
+    sgemm_strips(M, N, K, A, ar, ak, B, ldb, C, ldc, &e);
+}
+
+/* ---------------------------------------------------------------------------------- conv2d as a packed GEMM
+ * A groups-1 NCHW convolution of one image is [O, C*KH*KW] x cols[C*KH*KW, OH*OW]; here the panels of cols are
+ * gathered straight from the image, one block at a time (row k = (c, i, j), column n = (oh, ow)), instead of
+ * writing the whole column matrix first (7 MB for 64 channels at 56 x 56) and packing it again.
+ */
+typedef struct {
+  i64 C, H, W, KH, KW, sh, sw, dh, dw, pt, pl, OH, OW;
+  const float *x;
+} conv_geometry;
+
+static void pack_conv_block(const conv_geometry *g, i64 k0, i64 kc, i64 n0, i64 n, float *out) {
+  for (i64 p = 0; p < n; p += PANEL) {
+    i64 w = n - p < PANEL ? n - p : PANEL;
+    i64 oh0 = (n0 + p) / g->OW, ow0 = (n0 + p) % g->OW;
+    int one_row = ow0 + w <= g->OW; /* the panel's columns are outputs of one row */
+    i64 c = k0 / (g->KH * g->KW), i = (k0 / g->KW) % g->KH, j = k0 % g->KW;
+    for (i64 t = 0; t < kc; t++) {
+      float *dst = out + t * PANEL;
+      const float *plane = g->x + c * g->H * g->W;
+      if (one_row) {
+        i64 ih = oh0 * g->sh - g->pt + i * g->dh;
+        i64 iw0 = ow0 * g->sw - g->pl + j * g->dw;
+        if (ih < 0 || ih >= g->H) {
+          for (int q = 0; q < PANEL; q++) dst[q] = 0.0f;
+        } else if (g->sw == 1 && w == PANEL && iw0 >= 0 && iw0 + PANEL <= g->W) {
+          const float *src = plane + ih * g->W + iw0;
+          for (int v = 0; v < PV; v++) st(dst + 4 * v, ld(src + 4 * v));
+        } else {
+          const float *src = plane + ih * g->W;
+          for (i64 q = 0; q < PANEL; q++) {
+            i64 iw = iw0 + q * g->sw;
+            dst[q] = q < w && iw >= 0 && iw < g->W ? src[iw] : 0.0f;
+          }
+        }
+      } else {
+        i64 oh = oh0, ow = ow0;
+        for (i64 q = 0; q < PANEL; q++) {
+          float v = 0.0f;
+          if (q < w) {
+            i64 ih = oh * g->sh - g->pt + i * g->dh, iw = ow * g->sw - g->pl + j * g->dw;
+            if (ih >= 0 && ih < g->H && iw >= 0 && iw < g->W) v = plane[ih * g->W + iw];
+            if (++ow == g->OW) { ow = 0; oh++; }
+          }
+          dst[q] = v;
+        }
+      }
+      if (++j == g->KW) {
+        j = 0;
+        if (++i == g->KH) { i = 0; c++; }
+      }
+    }
+    out += kc * PANEL;
+  }
+}
+
+/* the work buffer wk_conv_nchw needs (floats): one packed block */
+EXPORT i64 wk_conv_nchw_work(i64 OHW, i64 K) { return packed_size(K < KC ? K : KC, OHW < NC ? OHW : NC); }
+
+/* y[O, OH*OW] = act(w[O, C*KH*KW] cols + bias per row) for one CHW image x; sums in (c, i, j) order, as
+ * im2col followed by wk_sgemm forms them */
+EXPORT void wk_conv_nchw(i64 C, i64 H, i64 W, const float *x, i64 KH, i64 KW, i64 sh, i64 sw, i64 dh, i64 dw,
+                         i64 pt, i64 pl, i64 OH, i64 OW, const float *w, i64 O, float *y, const float *bias,
+                         int act, float lo, float hi, float *work) {
+  conv_geometry g = {C, H, W, KH, KW, sh, sw, dh, dw, pt, pl, OH, OW, x};
+  epilogue e = {bias, bias ? BIAS_PER_ROW : BIAS_NONE, act, lo, hi};
+  i64 K = C * KH * KW, N = OH * OW;
+  for (i64 n0 = 0; n0 < N; n0 += NC) {
+    i64 n = N - n0 < NC ? N - n0 : NC;
+    for (i64 k0 = 0; k0 < K; k0 += KC) {
+      i64 kc = K - k0 < KC ? K - k0 : KC;
+      pack_conv_block(&g, k0, kc, n0, n, work);
+      gemm_block(0, O, n0, n, k0, kc, w, K, 1, work, y, N, k0 == 0, k0 + kc >= K, &e);
+    }
+  }
+}
+
+/* B [K, N] packed once (a constant operand): K blocks of KC rows one after the other, each as panels */
+EXPORT i64 wk_packed_b_size(i64 N, i64 K) { return packed_size(K, N); }
+
+EXPORT void wk_pack_b(i64 N, i64 K, const float *B, i64 ldb, float *out) {
+  for (i64 k0 = 0; k0 < K; k0 += KC) {
+    i64 kc = K - k0 < KC ? K - k0 : KC;
+    pack_b_block(kc, N, B + k0 * ldb, ldb, out + packed_size(k0, N));
+  }
+}
+
+/* C = act(A B + bias) with B from wk_pack_b */
+EXPORT void wk_sgemm_packed(i64 M, i64 N, i64 K, const float *A, i64 ar, i64 ak, const float *packed,
+                            float *C, i64 ldc, const float *bias, int bias_mode, int act, float lo, float hi) {
+  epilogue e = {bias, bias_mode, act, lo, hi};
+  for (i64 k0 = 0; k0 < K; k0 += KC) {
+    i64 kc = K - k0 < KC ? K - k0 : KC;
+    gemm_block(0, M, 0, N, k0, kc, A, ar, ak, packed + packed_size(k0, N), C, ldc, k0 == 0, k0 + kc >= K, &e);
   }
 }
 
@@ -306,8 +572,10 @@ EXPORT void wk_depthwise_nhwc(i64 N, i64 H, i64 W, i64 C, const float *x, i64 KH
 
 #if defined(__clang__)
 #define EVEN_LANES(a, b) __builtin_shufflevector((a), (b), 0, 2, 4, 6)
+#define ODD_LANES(a, b) __builtin_shufflevector((a), (b), 1, 3, 5, 7)
 #else
 #define EVEN_LANES(a, b) __builtin_shuffle((a), (b), (v4i){0, 2, 4, 6})
+#define ODD_LANES(a, b) __builtin_shuffle((a), (b), (v4i){1, 3, 5, 7})
 #endif
 
 /* four outputs' inputs along a row: p[0], p[s], p[2s], p[3s] (stride 2 reads p[0..7]) */
@@ -333,20 +601,137 @@ static inline float dw_point(const float *plane, i64 H, i64 W, const float *taps
   return s;
 }
 
+/* 3x3 taps, dilation 1, at output column ow of a row whose three input rows r0..r2 are inside the input
+ * (r[i] points at input column -pl): the sum in (i, j) order from zero, as the general loop below forms it */
+static inline __attribute__((always_inline)) v4 dw3x3_vec(const float *r0, const float *r1, const float *r2,
+                                                            i64 ow, i64 sw, i64 wh, const v4 *t) {
+  /* stride 1: input column ow + j is r[ow + j]; stride 2 (rows split into even and odd columns, the odd
+   * ones wh further on): column 2 ow + j is r[ow], r[wh + ow], r[ow + 1] for j = 0, 1, 2 */
+  const i64 o1 = sw == 1 ? ow + 1 : wh + ow, o2 = ow + (sw == 1 ? 2 : 1);
+  v4 acc = zero4();
+  acc += ld(r0 + ow) * t[0];
+  acc += ld(r0 + o1) * t[1];
+  acc += ld(r0 + o2) * t[2];
+  acc += ld(r1 + ow) * t[3];
+  acc += ld(r1 + o1) * t[4];
+  acc += ld(r1 + o2) * t[5];
+  acc += ld(r2 + ow) * t[6];
+  acc += ld(r2 + o1) * t[7];
+  acc += ld(r2 + o2) * t[8];
+  return acc;
+}
+
+/* one output row of a 3x3 depthwise conv from three zero-padded input rows (sw a constant once inlined):
+ * eight columns per step, then four, then one vector ending at the last column, overlapping the previous
+ * one (it writes the same values again); rows narrower than a vector one column at a time, same sums */
+static inline __attribute__((always_inline)) void dw3x3_row(float *row, const float *r0, const float *r1,
+                                                            const float *r2, i64 OW, i64 sw, i64 wh,
+                                                            const v4 *t, const float *taps, float b, int act,
+                                                            float lo, float hi) {
+  v4 vb = splat(b);
+  if (OW < 4) {
+    for (i64 ow = 0; ow < OW; ow++) {
+      const float *p[3] = {r0, r1, r2};
+      float acc = 0.0f;
+      for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+          acc += p[i][sw == 1 ? ow + j : j == 1 ? wh + ow : ow + j / 2] * taps[i * 3 + j];
+      row[ow] = act1(acc + b, act, lo, hi);
+    }
+    return;
+  }
+  i64 ow = 0;
+  for (; ow + 8 <= OW; ow += 8) {
+    v4 a0 = dw3x3_vec(r0, r1, r2, ow, sw, wh, t);
+    v4 a1 = dw3x3_vec(r0, r1, r2, ow + 4, sw, wh, t);
+    st(row + ow, act4(a0 + vb, act, lo, hi));
+    st(row + ow + 4, act4(a1 + vb, act, lo, hi));
+  }
+  for (; ow + 4 <= OW; ow += 4) st(row + ow, act4(dw3x3_vec(r0, r1, r2, ow, sw, wh, t) + vb, act, lo, hi));
+  if (ow < OW) st(row + OW - 4, act4(dw3x3_vec(r0, r1, r2, OW - 4, sw, wh, t) + vb, act, lo, hi));
+}
+
+static inline int finite9(const float *t) {
+  for (int k = 0; k < 9; k++)
+    if (!(t[k] - t[k] == 0.0f)) return 0; /* inf - inf and NaN - NaN are NaN */
+  return 1;
+}
+
+/* the zero-padded copy of the input a 3x3 depthwise plane reads: wk_depthwise_nchw_work floats */
+EXPORT i64 wk_depthwise_nchw_work(i64 OH, i64 OW, i64 sh, i64 sw) { return ((OH - 1) * sh + 3) * ((OW - 1) * sw + 4); }
+
+static void dw3x3_plane(const float *plane, i64 H, i64 W, const float *taps, float b, i64 sh, i64 sw, i64 pt,
+                        i64 pl, i64 OH, i64 OW, float *out, int act, float lo, float hi, float *P) {
+  i64 Hp = (OH - 1) * sh + 3, Wp = (OW - 1) * sw + 4;
+  i64 q0 = pl < Wp ? pl : Wp, q1 = pl + W < Wp ? pl + W : Wp; /* the columns inside the input: [q0, q1) */
+  for (i64 r = 0; r < Hp; r++) {
+    float *dst = P + r * Wp;
+    i64 ih = r - pt;
+    if (ih < 0 || ih >= H) {
+      for (i64 q = 0; q < Wp; q++) dst[q] = 0.0f;
+      continue;
+    }
+    const float *src = plane + ih * W; /* padded column q is src[q - pl] */
+    if (sw == 2) {
+      /* stride 2: the even padded columns, then the odd ones (Wp is even), so that every tap of four
+       * outputs is one contiguous load instead of two loads and a shuffle */
+      i64 Wh = Wp / 2;
+      float *ev = dst, *od = dst + Wh;
+      for (i64 h = 0; h < Wh; h++) {
+        i64 q = 2 * h;
+        if (q >= q0 && q + 8 <= q1 && h + 4 <= Wh) {
+          v4 a = ld(src + (q - pl)), c = ld(src + (q - pl) + 4);
+          st(ev + h, EVEN_LANES(a, c));
+          st(od + h, ODD_LANES(a, c));
+          h += 3;
+          continue;
+        }
+        ev[h] = q >= q0 && q < q1 ? src[q - pl] : 0.0f;
+        od[h] = q + 1 >= q0 && q + 1 < q1 ? src[q + 1 - pl] : 0.0f;
+      }
+      continue;
+    }
+    i64 q = 0;
+    for (; q < q0; q++) dst[q] = 0.0f;
+    for (; q + 4 <= q1; q += 4) st(dst + q, ld(src + (q - pl)));
+    for (; q < q1; q++) dst[q] = src[q - pl];
+    for (; q < Wp; q++) dst[q] = 0.0f;
+  }
+  v4 t[9];
+  for (int k = 0; k < 9; k++) t[k] = splat(taps[k]);
+  for (i64 oh = 0; oh < OH; oh++) {
+    const float *r0 = P + oh * sh * Wp, *r1 = r0 + Wp, *r2 = r1 + Wp;
+    if (sw == 1)
+      dw3x3_row(out + oh * OW, r0, r1, r2, OW, 1, Wp / 2, t, taps, b, act, lo, hi);
+    else
+      dw3x3_row(out + oh * OW, r0, r1, r2, OW, 2, Wp / 2, t, taps, b, act, lo, hi);
+  }
+}
+
 /* NCHW: per channel plane and output row, four outputs at a time in a register, the taps of the rows inside
- * the input summed in (i, j) order (as the NHWC kernel); the columns near the borders one at a time. */
+ * the input summed in (i, j) order (as the NHWC kernel); the columns near the borders one at a time.
+ * 3x3 taps with dilation 1 and a column stride of 1 or 2 (MobileNet's depthwise layers), given a work buffer
+ * (wk_depthwise_nchw_work floats) and finite taps: each plane is first copied with its zero padding into
+ * work, then every output row runs without a bounds check, the nine taps held in registers, eight outputs per
+ * step.  The same sums in the same order, plus products of zero padding with the taps, which change nothing
+ * but the sign of a zero (and would make NaN of an infinite tap: those planes keep the loop below). */
 EXPORT void wk_depthwise_nchw(i64 N, i64 C, i64 H, i64 W, const float *x, i64 KH, i64 KW, const float *w,
                               i64 sh, i64 sw, i64 dh, i64 dw, i64 pt, i64 pl, i64 OH, i64 OW, float *y,
-                              const float *bias, int act, float lo, float hi) {
+                              const float *bias, int act, float lo, float hi, float *work) {
   /* vector columns: ow * sw - pl >= 0 for the first tap, and the last tap's last read inside the row */
   i64 v_lo = (pl + sw - 1) / sw;
   i64 last_read = (KW - 1) * dw - pl + (sw == 2 ? 1 : 0); /* + (ow + 3) * sw <= W - 1 */
   i64 v_hi = (W - 1 - last_read) >= 0 ? (W - 1 - last_read) / sw - 3 : -1; /* last vector start, inclusive */
+  int fast = work && KH == 3 && KW == 3 && dh == 1 && dw == 1 && sw <= 2;
   for (i64 n = 0; n < N; n++)
     for (i64 c = 0; c < C; c++) {
       const float *plane = x + (n * C + c) * H * W;
       const float *taps = w + c * KH * KW;
       float b = bias ? bias[c] : 0.0f;
+      if (fast && finite9(taps)) {
+        dw3x3_plane(plane, H, W, taps, b, sh, sw, pt, pl, OH, OW, y + (n * C + c) * OH * OW, act, lo, hi, work);
+        continue;
+      }
       for (i64 oh = 0; oh < OH; oh++) {
         float *row = y + ((n * C + c) * OH + oh) * OW;
         i64 ih0 = oh * sh - pt;
@@ -460,16 +845,20 @@ static inline v4 sigmoid4(v4 x) {
   return blend(y, zero4(), tiny & ~band);
 }
 
-EXPORT void wk_sigmoid(float *y, i64 count) {
+/* y[i] = f(x[i]) four lanes at a time, the last 1-3 elements through a zero-filled vector (x may be y);
+ * f is a constant at every call, so the compiler inlines it. */
+static inline void map4(v4 (*f)(v4), const float *x, float *y, i64 count) {
   i64 i = 0;
-  for (; i + 4 <= count; i += 4) st(y + i, sigmoid4(ld(y + i)));
+  for (; i + 4 <= count; i += 4) st(y + i, f(ld(x + i)));
   if (i < count) {
     float tail[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (i64 k = i; k < count; k++) tail[k - i] = y[k];
-    v4 v = sigmoid4(ld(tail));
+    for (i64 k = i; k < count; k++) tail[k - i] = x[k];
+    v4 v = f(ld(tail));
     for (i64 k = i; k < count; k++) y[k] = v[k - i];
   }
 }
+
+EXPORT void wk_sigmoid(float *y, i64 count) { map4(sigmoid4, y, y, count); }
 
 /* --------------------------------------------------------------------------------------------- activations
  * y = act(x) element-wise (relu and clamp as ACT_CLAMP, hardSwish): the standalone operators, same arithmetic
@@ -516,16 +905,7 @@ static inline v4 erf4(v4 x) {
   return blend(big, small, a < splat(0.5f));
 }
 
-EXPORT void wk_erf(const float *x, float *y, i64 count) {
-  i64 i = 0;
-  for (; i + 4 <= count; i += 4) st(y + i, erf4(ld(x + i)));
-  if (i < count) {
-    float tail[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (i64 k = i; k < count; k++) tail[k - i] = x[k];
-    v4 v = erf4(ld(tail));
-    for (i64 k = i; k < count; k++) y[k] = v[k - i];
-  }
-}
+EXPORT void wk_erf(const float *x, float *y, i64 count) { map4(erf4, x, y, count); }
 
 /* ---------------------------------------------------------------------------------- layerNormalization
  * Each of `rows` rows of n contiguous floats: y = (x - mean) / sqrt(var + eps) * scale + bias, scale and bias
