@@ -319,7 +319,8 @@ export class MLContext {
     const n = byteLengthOf(t);
     const lent = byob ? c.worker.staging(n) : null;
     const into = lent && lent.staged ? lent.bytes : null;
-    c.worker.request('read', {ctx: c.id, tid: t.id, n, ...(into ? {into} : {})}, into ? [into.buffer] : []).then((buffer) => {
+    const message = {ctx: c.id, tid: t.id, n, ...(into ? {into} : {})};
+    c.worker.request('read', message, into ? [into.buffer] : []).then((buffer) => {
       if (!t.pending.delete(settle.reject)) return;  // already rejected by destroy()
       if (!byob) { settle.resolve(buffer); return; }
       try {

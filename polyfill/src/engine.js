@@ -151,6 +151,17 @@ export function createEngine({post, close, switches}) {
     return out;
   }
 
+  // Copy the bytes of a Python memoryview out of the WebAssembly heap, once, into a new ArrayBuffer.
+  function takeBytes(proxy) {
+    const buf = proxy.getBuffer('u8');
+    try {
+      return buf.data.slice().buffer;
+    } finally {
+      buf.release();
+      proxy.destroy();
+    }
+  }
+
   // The bytes at `address` in the WebAssembly heap: copied into `into` (a staging buffer the page lent) or into a
   // new ArrayBuffer, once.  The heap's view is looked up each time: it changes when the memory grows.
   function heapBytes(address, n, into) {
