@@ -7,8 +7,9 @@ server's web/pages/clients (onnxruntime-web loaded, the polyfill beside it):
 Each case is one function of a Playwright page that returns a JSON-able dict; `python -m web.bench perf` (make
 bench) runs them all on its own page (run_small_ops; the case name small_ops):
 `ort_encoder` (onnxruntime-web's WebNN EP on the polyfill against its WASM EP, interleaved),
-`dispatch_overhead` (writeTensor, dispatch, readTensor of a 1-operator graph) and `two_contexts` (the same
-graph dispatched on one context, then on two contexts at once: concurrent if the contexts run on two workers).
+`dispatch_overhead` (writeTensor, dispatch, readTensor of a 1-operator graph), `data_path` (writeTensor and
+readTensor of 1 and 4 MB) and `two_contexts` (the same graph dispatched on one context, then on two contexts at
+once: concurrent if the contexts run on two workers).
 --capture writes the graphs ORT builds (the build messages to the worker) for scripts/profile_pyodide.mjs.
 """
 
@@ -94,6 +95,41 @@ def dispatch_overhead(page: Any, reps: int = 200, size: int = 4) -> dict[str, An
     """Round trip of writeTensor + dispatch + readTensor on a 1-operator graph (relu of `size` floats), ms."""
     r = page.evaluate(DISPATCH_JS, {"reps": reps, "size": size})
     return {"roundTrip": _summary(r["ms"]), "pipelinedPerDispatch": round(r["pipelined"], 3)}
+
+
+DATA_PATH_JS = r"""
+async ({reps, mbs}) => {
+  const P = webnnPolyfill;
+  const ctx = await P.ml.createContext();
+  const out = {};
+  for (const mb of mbs) {
+    const n = mb * 262144;
+    const desc = {dataType: 'float32', shape: [n]};
+    const x = await ctx.createTensor({...desc, writable: true, readable: true});
+    const data = new Float32Array(n).fill(-1);
+    const into = new Float32Array(n);
+    const plain = async () => { ctx.writeTensor(x, data); return ctx.readTensor(x); };
+    const byob = async () => { ctx.writeTensor(x, data); return ctx.readTensor(x, into); };
+    for (let i = 0; i < 3; i++) { await plain(); await byob(); }
+    const a = [], b = [];
+    for (let i = 0; i < reps; i++) {  // interleaved
+      let t = performance.now(); await plain(); a.push(performance.now() - t);
+      t = performance.now(); await byob(); b.push(performance.now() - t);
+    }
+    out[`${mb}MB`] = {plain: a, into: b};
+    x.destroy();
+  }
+  ctx.destroy();
+  return out;
+}
+"""
+
+
+def data_path(page: Any, reps: int = 15, mbs: tuple[int, ...] = (1, 4)) -> dict[str, Any]:
+    """writeTensor + readTensor of 1 and 4 MB (the data path: one copy each way), ms; `into`: readTensor into
+    outputData."""
+    r = page.evaluate(DATA_PATH_JS, {"reps": reps, "mbs": list(mbs)})
+    return {size: {k: _summary(v) for k, v in runs.items()} for size, runs in r.items()}
 
 
 TWO_CONTEXTS_JS = r"""
@@ -234,6 +270,11 @@ def summary(results: dict[str, Any]) -> list[str]:
     if "roundTrip" in disp:
         lines.append(f"small ops: 1-op write+dispatch+read {disp['roundTrip']['median']:.3f} ms (min "
                      f"{disp['roundTrip']['min']:.3f}); target < 0.15")
+    for size, runs in results.get("data_path", {}).items():
+        if "plain" in runs:
+            lines.append(f"small ops: writeTensor + readTensor of {size} {runs['plain']['median']:.2f} ms (min "
+                         f"{runs['plain']['min']:.2f}), into outputData {runs['into']['median']:.2f} ms (min "
+                         f"{runs['into']['min']:.2f})")
     if "speedup" in two:
         lines.append(f"small ops: two contexts at once x{two['speedup']} ({two['sequentialMs']} ms one after the "
                      f"other, {two['concurrentMs']} ms together, {two['workers']} workers, {two['cores']} cores)")
@@ -245,8 +286,8 @@ def summary(results: dict[str, Any]) -> list[str]:
 
 
 # second_worker before two_contexts: the worker it starts is then warm for the concurrency case
-CASES = {"dispatch": dispatch_overhead, "second_worker": second_worker, "two_contexts": two_contexts,
-         "encoder_bert": ort_encoder}
+CASES = {"dispatch": dispatch_overhead, "data_path": data_path, "second_worker": second_worker,
+         "two_contexts": two_contexts, "encoder_bert": ort_encoder}
 
 
 def main() -> int:
