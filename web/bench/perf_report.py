@@ -92,6 +92,12 @@ def _small_ops_lines(data: Mapping[str, Any]) -> list[str]:
     return list(load_script("bench_dispatch").summary(data))
 
 
+def _transfer_lines(data: Mapping[str, Any]) -> list[str]:
+    from web.scripts import load_script  # the measurement and its summary live in scripts/bench_transfer.py
+
+    return list(load_script("bench_transfer").summary(dict(data)))
+
+
 def summary_lines(meta: Mapping[str, Any], probes: Sequence[Mapping[str, Any]], results: Sequence[Result],
                   measures: Sequence[Mapping[str, Any]]) -> list[str]:
     """The text summary: per browser, a row per case and implementation with its ratios to onnxruntime-web."""
@@ -173,14 +179,7 @@ def summary_lines(meta: Mapping[str, Any], probes: Sequence[Mapping[str, Any]], 
         if "error" in t:
             lines.append(f"\n== first visit's transfer: ERROR {t['error']}")
             continue
-        d = t["dist"]
-        lines.append(f"\n== first visit, make dist's package from a static host on another origin; dist/ "
-                     f"{d['filesMB']:.1f} MB ({d['withSiblingsMB']:.1f} MB with .br/.gz)")
-        for name, r in t["browsers"].items():
-            for label in ("compressed", "uncompressed"):
-                x = r[label]
-                lines.append(f"{name:9} {label:12} {x['bytes'] / 1e6:6.2f} MB in {x['requests']:2d} requests "
-                             f"({', '.join(x['encodings'])})")
+        lines += _transfer_lines(t)
     return lines
 
 

@@ -183,6 +183,22 @@ def gemm_ok(a: np.ndarray, b: np.ndarray) -> bool:
             and _fit(*a.shape, *b.shape, *a.strides, *b.strides))
 
 
+def _product_out(m: int, n: int, out: np.ndarray | None, bias: np.ndarray | None, bias_mode: int, act: int,
+                 what: str) -> tuple[np.ndarray, int]:
+    """A product's checked output [m, n] (a new one when `out` is None) and its bias mode (none without a bias):
+    the C store writes rows through a float32 stride and reads the bias per row or per column."""
+    if out is None:
+        out = np.empty((m, n), F32)
+    _require(out.dtype == F32 and out.shape == (m, n) and out.strides[1] == 4 and out.strides[0] % 4 == 0
+             and _fit(*out.strides), f"{what} output")
+    if bias is None:
+        bias_mode = BIAS_NONE
+    _require(bias_mode in (BIAS_NONE, BIAS_PER_ROW, BIAS_PER_COL) and act in (ACT_NONE, ACT_CLAMP, ACT_HARD_SWISH)
+             and (bias is None or (_f32_c(bias) and bias.size == (m if bias_mode == BIAS_PER_ROW else n))),
+             f"{what} bias/activation")
+    return out, bias_mode
+
+
 def sgemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None, bias: np.ndarray | None = None,
           bias_mode: int = BIAS_NONE, act: int = ACT_NONE, lo: float = 0.0, hi: float = 0.0) -> np.ndarray:
     """out[M, N] = act(a[M, K] @ b[K, N] + bias); bias per row (length M) or per column (length N)."""
@@ -190,15 +206,7 @@ def sgemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None, bias: np.
     _require(gemm_ok(a, b), "sgemm operands")
     m, k = a.shape
     n = b.shape[1]
-    if out is None:
-        out = np.empty((m, n), F32)
-    _require(out.dtype == F32 and out.shape == (m, n) and out.strides[1] == 4 and out.strides[0] % 4 == 0
-             and _fit(*out.strides), "sgemm output")
-    if bias is None:
-        bias_mode = BIAS_NONE
-    _require(bias_mode in (BIAS_NONE, BIAS_PER_ROW, BIAS_PER_COL) and act in (ACT_NONE, ACT_CLAMP, ACT_HARD_SWISH)
-             and (bias is None or (_f32_c(bias) and bias.size == (m if bias_mode == BIAS_PER_ROW else n))),
-             "sgemm bias/activation")
+    out, bias_mode = _product_out(m, n, out, bias, bias_mode, act, "sgemm")
     work = np.empty(sgemm_work_size(n, k), F32) if m >= 2 and n >= PANEL else None
     _LIB.wk_sgemm(m, n, k, _ptr(a), a.strides[0] // 4, a.strides[1] // 4, _ptr(b), b.strides[0] // 4,
                   _ptr(out), out.strides[0] // 4, _ptr(bias), bias_mode, act, lo, hi, _ptr(work))
@@ -242,15 +250,7 @@ def sgemm_packed(a: np.ndarray, b: PackedB, out: np.ndarray | None = None, bias:
     _require(a.dtype == F32 and a.ndim == 2 and a.size > 0 and a.shape[1] == b.k and a.strides[0] % 4 == 0
              and a.strides[1] % 4 == 0 and _fit(*a.shape, *a.strides), "sgemm_packed operands")
     m, n = a.shape[0], b.n
-    if out is None:
-        out = np.empty((m, n), F32)
-    _require(out.dtype == F32 and out.shape == (m, n) and out.strides[1] == 4 and out.strides[0] % 4 == 0
-             and _fit(*out.strides), "sgemm_packed output")
-    if bias is None:
-        bias_mode = BIAS_NONE
-    _require(bias_mode in (BIAS_NONE, BIAS_PER_ROW, BIAS_PER_COL) and act in (ACT_NONE, ACT_CLAMP, ACT_HARD_SWISH)
-             and (bias is None or (_f32_c(bias) and bias.size == (m if bias_mode == BIAS_PER_ROW else n))),
-             "sgemm_packed bias/activation")
+    out, bias_mode = _product_out(m, n, out, bias, bias_mode, act, "sgemm_packed")
     _LIB.wk_sgemm_packed(m, n, b.k, _ptr(a), a.strides[0] // 4, a.strides[1] // 4, _ptr(b.data), _ptr(out),
                          out.strides[0] // 4, _ptr(bias), bias_mode, act, lo, hi)
     return out

@@ -845,16 +845,20 @@ static inline v4 sigmoid4(v4 x) {
   return blend(y, zero4(), tiny & ~band);
 }
 
-EXPORT void wk_sigmoid(float *y, i64 count) {
+/* y[i] = f(x[i]) four lanes at a time, the last 1-3 elements through a zero-filled vector (x may be y);
+ * f is a constant at every call, so the compiler inlines it. */
+static inline void map4(v4 (*f)(v4), const float *x, float *y, i64 count) {
   i64 i = 0;
-  for (; i + 4 <= count; i += 4) st(y + i, sigmoid4(ld(y + i)));
+  for (; i + 4 <= count; i += 4) st(y + i, f(ld(x + i)));
   if (i < count) {
     float tail[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (i64 k = i; k < count; k++) tail[k - i] = y[k];
-    v4 v = sigmoid4(ld(tail));
+    for (i64 k = i; k < count; k++) tail[k - i] = x[k];
+    v4 v = f(ld(tail));
     for (i64 k = i; k < count; k++) y[k] = v[k - i];
   }
 }
+
+EXPORT void wk_sigmoid(float *y, i64 count) { map4(sigmoid4, y, y, count); }
 
 /* --------------------------------------------------------------------------------------------- activations
  * y = act(x) element-wise (relu and clamp as ACT_CLAMP, hardSwish): the standalone operators, same arithmetic
@@ -901,16 +905,7 @@ static inline v4 erf4(v4 x) {
   return blend(big, small, a < splat(0.5f));
 }
 
-EXPORT void wk_erf(const float *x, float *y, i64 count) {
-  i64 i = 0;
-  for (; i + 4 <= count; i += 4) st(y + i, erf4(ld(x + i)));
-  if (i < count) {
-    float tail[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (i64 k = i; k < count; k++) tail[k - i] = x[k];
-    v4 v = erf4(ld(tail));
-    for (i64 k = i; k < count; k++) y[k] = v[k - i];
-  }
-}
+EXPORT void wk_erf(const float *x, float *y, i64 count) { map4(erf4, x, y, count); }
 
 /* ---------------------------------------------------------------------------------- layerNormalization
  * Each of `rows` rows of n contiguous floats: y = (x - mean) / sqrt(var + eps) * scale + bias, scale and bias
