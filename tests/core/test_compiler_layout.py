@@ -42,6 +42,31 @@ def test_transposes_around_a_layer_disappear(layer: str) -> None:
     assert "transpose" not in ops_of(exe), ops_of(exe)
 
 
+def test_activations_between_the_layer_and_its_back_transpose_come_along() -> None:
+    def make(b):
+        def layer(t):
+            y = b.conv2d(t, const(b, (6, 5, 3, 3)), padding=[1, 1, 1, 1])
+            return b.sigmoid(b.clamp(y, minValue=-1.0, maxValue=1.0))
+        return {"y": b.add(wrapped(b, layer), const(b, (1, 9, 8, 6), seed=3))}
+
+    exe = compare(make, LAYOUT, rtol=1e-4, atol=1e-4)
+    assert ops_of(exe) == ["conv2d", "clamp", "sigmoid", "add"]
+    exe = compare(make, ALL, rtol=1e-4, atol=1e-4)  # and then fuse and pack as usual
+    assert "transpose" not in ops_of(exe) and ops_of(exe)[0].startswith("conv2d[")
+
+
+def test_converter_blocks_lose_every_transpose() -> None:
+    def make(b):
+        y = b.input("x", {"dataType": "float32", "shape": [1, 10, 10, 8]})
+        for i in range(3):  # transpose, conv, relu6, transpose back, residual add in nhwc
+            c = b.conv2d(b.transpose(y, permutation=TO_NCHW), const(b, (8, 8, 3, 3), seed=i), padding=[1, 1, 1, 1])
+            y = b.add(b.transpose(b.clamp(c, minValue=0.0, maxValue=6.0), permutation=TO_NHWC), y)
+        return {"y": y}
+
+    exe = compare(make, ALL, rtol=1e-4, atol=1e-4)
+    assert "transpose" not in ops_of(exe) and len(ops_of(exe)) == 6
+
+
 def test_the_switched_layer_may_be_a_graph_output_and_packs() -> None:
     def make(b):
         return {"y": wrapped(b, LAYERS["conv2d"](b))}
@@ -86,7 +111,8 @@ def test_transposes_something_else_reads_stay() -> None:
     assert ops_of(exe).count("transpose") == 1
 
 
-@pytest.mark.parametrize("case", ["other reader", "graph output", "wrong permutation", "no layout"])
+@pytest.mark.parametrize("case", ["other reader", "graph output", "wrong permutation", "no layout",
+                                  "activation read twice", "activation output", "binary between"])
 def test_no_switch(case: str) -> None:
     def make(b):
         x = b.input("x", NHWC)
@@ -98,7 +124,15 @@ def test_no_switch(case: str) -> None:
             y = b.averagePool2d(t, windowDimensions=[2, 2], layout="nchw")
         else:
             y = b.averagePool2d(t, windowDimensions=[2, 2], layout="nchw")
+        if case in ("activation read twice", "activation output"):
+            y = b.relu(y)
+        elif case == "binary between":  # a channel bias in nchw: not layout-free
+            y = b.add(y, const(b, (1, 5, 1, 1)))
         out = {"y": b.transpose(y, permutation=TO_NHWC)}
+        if case == "activation read twice":
+            out["z"] = b.sigmoid(y)
+        elif case == "activation output":
+            out["z"] = y
         if case == "other reader":
             out["z"] = b.sigmoid(y)
         elif case == "graph output":
