@@ -1,7 +1,8 @@
 // Which input layout each layout-taking operator's kernels run fastest in, inside Pyodide under Node (the
 // worker's engine without a page): MobileNetV2-shaped conv2d (packed, C kernels on, fused relu6) and pools, in
 // nchw and nhwc, median ms per run.  The numbers beside KernelTraits.layouts (py_core/kernels/convolution.py,
-// pooling.py) come from this; not part of `make bench`.
+// pooling.py) come from this, and the last lines time the compiler's layout pass (py_core/compiler/layout.py) on
+// converter-style blocks with and without it.  Not part of `make bench`.
 //   node scripts/bench_layouts.mjs [RUNS]
 import {pyodideWithCore} from './pyodide_node.mjs';
 
@@ -91,5 +92,35 @@ for shape in [(1, 112, 112, 32), (1, 56, 56, 144), (1, 14, 14, 384)]:
     x = rng.standard_normal(shape, dtype=np.float32)
     ms = median_ms(lambda v: np.ascontiguousarray(v.transpose(0, 3, 1, 2)), x)
     rows.append(f"transpose nhwc->nchw {str(shape):22s} {ms:7.2f}")
+# the layout pass on what a converter emits for a channels-last model on a channels-first backend: four blocks
+# of transpose, conv 3x3 + relu6 (nchw), transpose back, residual add (nhwc), then a wrapped 3x3 average pool;
+# interleaved, min and median ms per run
+from py_core.builder import GraphBuilder
+from py_core.compiler import CompileOptions
+from py_core.runtime.executor import prepare
+weights = [rng.standard_normal((64, 64, 3, 3), dtype=np.float32) * 0.05 for _ in range(4)]
+
+def blocks(b):
+    y = b.input("x", {"dataType": "float32", "shape": [1, 56, 56, 64]})
+    for w in weights:
+        f = b.constant({"dataType": "float32", "shape": list(w.shape)}, w)
+        c = b.conv2d(b.transpose(y, permutation=[0, 3, 1, 2]), f, padding=[1, 1, 1, 1])
+        y = b.add(b.transpose(b.clamp(c, minValue=0.0, maxValue=6.0), permutation=[0, 2, 3, 1]), y)
+    p = b.averagePool2d(b.transpose(y, permutation=[0, 3, 1, 2]), windowDimensions=[3, 3], padding=[1, 1, 1, 1])
+    return {"y": b.transpose(p, permutation=[0, 2, 3, 1])}
+
+x = rng.standard_normal((1, 56, 56, 64), dtype=np.float32)
+exes = {}
+for name, opts in [("with the layout pass", CompileOptions()), ("without", CompileOptions(layout=False))]:
+    b = GraphBuilder()
+    exes[name] = prepare(b.build(blocks(b)), opts)
+ts = {name: [] for name in exes}
+for _ in range(RUNS):
+    for name, exe in exes.items():
+        exe.run({"x": x}) if not ts[name] else None  # warm
+        t = time.perf_counter(); exe.run({"x": x}); ts[name].append(1000 * (time.perf_counter() - t))
+for name, exe in exes.items():
+    v = sorted(ts[name])
+    rows.append(f"converter blocks {name:20s} min {v[0]:7.2f}  median {v[len(v) // 2]:7.2f}  ({len(exe.steps)} steps)")
 "\\n".join(rows)
 `));
