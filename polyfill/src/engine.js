@@ -4,9 +4,8 @@
 // worker; a shared worker in Chromium), in that scope's own thread behind a MessageChannel (spawn.js): the
 // same messages, transfers and order either way.
 
-import {installNumpy, installWheel} from './wheels.js';
-import {importPyodide} from './load-pyodide.js';
-import {startPyodide} from './snapshot.js';
+import {bootPyodide} from './boot.js';
+import {installWheel} from './wheels.js';
 
 /**
  * An engine answering the rpc.js protocol. `post(message, transfer)` sends to the client, `close()` ends the
@@ -52,30 +51,84 @@ export function createEngine({post, close, switches}) {
     // the worker's own clock, since its first line ran: the page's stage times lag while its thread is busy
     const t0 = performance.now();
     const stages = {};
-    const mark = (stage) => { stages[stage] = Math.round(performance.now() - t0); };
-    const {loadPyodide, version} = await importPyodide(msg.pyodideURL);
-    mark('script');
     const env = {};
     if (switches.get('compiler') === '0') env.PYODIDE_WEBNN_COMPILER = '0';
     if (switches.get('native') === '0') env.PYODIDE_WEBNN_NATIVE = '0';
     // The page stores the snapshot (of a bare interpreter); a snapshot carries its environment, so the
     // switches boot without one.
-    const started = await startPyodide(loadPyodide, version,
-      {indexURL: msg.pyodideURL, ...(msg.lockFileURL ? {lockFileURL: msg.lockFileURL} : {}),
-        stdout: () => {}, stderr: () => {}, env}, {use: !Object.keys(env).length});
-    pyodide = started.py;
-    mark('runtime');
-    progress('worker-runtime', 'Pyodide started in the worker');
-    // NumPy and the core wheel fetched and unpacked concurrently
-    const unpack = {unpack: switches.get('unpack') !== '0'};
-    const [numpy] = await Promise.all([installNumpy(pyodide, msg.pyodideURL, unpack),
-      installWheel(pyodide, msg.coreWheelURL, msg.coreWheelSha256, unpack)]);
-    mark('packages');
-    progress('worker-numpy', `NumPy installed (${numpy})`);
+    const plain = !Object.keys(env).length;
+    const booted = await bootPyodide({indexURL: msg.pyodideURL, lockFileURL: msg.lockFileURL, env,
+      // a snapshot made here goes to the page, which stores it (snapshot.js)
+      snapshot: {use: plain, make: plain, store: !msg.handoff}, numpy: true,
+      wheels: [{url: msg.coreWheelURL, sha256: msg.coreWheelSha256}], unpack: switches.get('unpack') !== '0',
+      mark: (stage, info) => {
+        stages[stage] = Math.round(performance.now() - t0);
+        if (stage !== 'runtime') return;
+        const what = msg.handOver || {};
+        handOver(msg.handoff, !plain ? {} : {...info, wasmModule: what.module ? info.wasmModule : null,
+          snapshotBytes: info.snapshot === 'made' || what.cachedSnapshot ? info.snapshotBytes : null});
+        progress('worker-runtime', 'Pyodide started in the worker');
+      }});
+    pyodide = booted.py;
+    progress('worker-numpy', `NumPy installed (${booted.numpy})`);
+    pyodide.runPython('import numpy');  // timed apart from the core's own imports
+    stages.numpyImport = Math.round(performance.now() - t0);
     glue = pyodide.pyimport('py_core.bridge.pyodide_glue');
-    mark('core');
+    stages.core = Math.round(performance.now() - t0);
     progress('worker-core', 'core loaded');
-    return {ok: true, snapshot: started.snapshot, numpy, stages};
+    return {ok: true, snapshot: booted.snapshot, numpy: booted.numpy, stages};
+  }
+
+  // The page's Pyodide starts once this one runs, from what this one has: the compiled pyodide.asm.wasm and the
+  // memory snapshot of the bare interpreter (of an environment-free boot only: a snapshot carries its
+  // environment), sent on the page's own port (a message it cannot read fails there, not on the engine's).
+  function handOver(port, {snapshot, snapshotBytes = null, wasmModule = null}) {
+    if (!port) return;
+    // Two messages, always (the page waits for both): one a browser may fail to read (Firefox, at times, a
+    // WebAssembly.Module) costs only that part. A snapshot made here is stored by the page (`made`).
+    const parts = [{snapshot: snapshotBytes, made: snapshot === 'made'}, {module: wasmModule}];
+    for (const part of parts) {
+      try {
+        port.postMessage(part);
+      } catch (e) {
+        console.warn(`WebNN polyfill: the page's Pyodide starts without a part of the worker's: ${e && e.message}`);
+        port.postMessage({});
+      }
+    }
+    port.close();
+  }
+
+  // Model files (the gallery's .tflite) turned into a recorded WebNN program here, in the engine's Pyodide:
+  // the loader's pure-Python wheels (tflite, flatbuffers: [{url, sha256}], checked) are installed on first use.
+  let modelLoader = null;
+  async function loadModel(msg) {
+    if (msg.format !== 'tflite') throw {name: 'NotSupportedError', message: `no loader for ${msg.format} models`};
+    if (!modelLoader) {
+      const installing = Promise.all((msg.wheels || []).map((w) => installWheel(pyodide, w.url, w.sha256)))
+        .then(() => pyodide.pyimport('py_core.bridge.model_loader'));
+      modelLoader = installing;
+      installing.catch(() => { if (modelLoader === installing) modelLoader = null; });
+    }
+    let loader;
+    try {
+      loader = await modelLoader;
+    } catch (e) {
+      // a wheel that failed its sha256 (SecurityError) or could not be fetched: this request fails, the engine
+      // and its graphs carry on (an Error here would be taken for a failure of the runtime itself)
+      throw {name: e && e.name === 'SecurityError' ? 'SecurityError' : 'NetworkError',
+        message: `the model loader could not be installed: ${e && e.message ? e.message : e}`};
+    }
+    const t0 = performance.now();
+    const reply = unwrap(loader.record_tflite(new Uint8Array(msg.bytes), msg.name));
+    let json;
+    let weights;
+    try {
+      json = reply.get(0);
+      weights = takeBytes(reply.get(1));  // the one copy out of the WebAssembly heap
+    } finally {
+      reply.destroy();
+    }
+    return {value: {json, weights, ms: Math.round(performance.now() - t0)}, transfer: [weights]};
   }
 
   // The worker's memory for stats: the WebAssembly memory's size (it only grows), the bytes malloc has handed out
@@ -171,6 +224,7 @@ export function createEngine({post, close, switches}) {
       return {value: buffer, transfer: [buffer]};
     },
     compute,
+    loadModel,
     destroyTensor: (m) => unwrap(glue.destroy_tensor(m.tid)),
     destroyGraph: (m) => unwrap(glue.destroy_graph(m.gid)),
     destroyContext: (m) => unwrap(glue.destroy_context(m.ctx)),

@@ -32,7 +32,7 @@ function unavailableReason() {
 /** An ML whose every method rejects with `reason` (a SecurityError), for webnnPolyfill.ml where WebNN is refused. */
 function refusingRuntime(reason) {
   const refuse = () => Promise.reject(new DOMException(reason, 'SecurityError'));
-  return {boot: refuse, timings: {}};
+  return {boot: refuse, engine: refuse, timings: {}};
 }
 
 function install() {
@@ -74,6 +74,12 @@ function install() {
     /** The workers' counters: live graphs and tensors, tensor bytes, memory (summed over the workers running),
      *  native (C kernels loaded: 1/0), blas, and `workers` (how many run: pool.js). */
     workerStats: () => poolStats(runtime),
+    /** A model file turned into a graph file ({json, weights, ms}) by the execution worker's Pyodide (the
+     *  gallery's TFLite loader, py_core/bridge/model_loader.py); `bytes` (an ArrayBuffer) is transferred.
+     *  format: 'tflite'; wheels: the loader's pure-Python wheels [{url, sha256}], installed (checked) once.
+     *  Starts only the worker: the page's builder Pyodide is not needed for this. */
+    loadModel: async (bytes, {format = 'tflite', name = '', wheels = []} = {}) =>
+      (await runtime.engine()).request('loadModel', {format, name, bytes, wheels}, [bytes]),
     addEventListener: events.addEventListener.bind(events),
     removeEventListener: events.removeEventListener.bind(events),
   };

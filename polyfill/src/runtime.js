@@ -5,19 +5,30 @@
 
 import {errorFromJson} from './errors.js';
 import {WorkerClient} from './rpc.js';
-import {importPyodide} from './load-pyodide.js';
-import {installWheel} from './wheels.js';
-import {startPyodide} from './snapshot.js';
+import {bootPyodide} from './boot.js';
 
-// the page's Pyodide waits at most this long for the worker's to start (a cold first visit is about 3-4 s)
-const PAGE_WAIT_LIMIT_MS = 6000;
+// the page's Pyodide waits at most this long for the worker's to start and hand it its compiled wasm and
+// snapshot (a cold first visit takes 3-4 s here, much longer on a loaded machine; a worker that fails
+// releases it at once): booting beside a slow worker would only slow both
+const PAGE_WAIT_LIMIT_MS = 60000;
 const STAGES = ['manifest', 'page-runtime', 'page-core', 'worker-runtime', 'worker-numpy', 'worker-core'];
+
+// What the worker hands over. Firefox sends a WebAssembly.Module from the worker, but the page could not read it
+// back in our runs (a messageerror), and serializing it held the worker back by about half a second; and a
+// return visit there was slower (0.3-1.7 s in six interleaved pairs, not explained) with the page restoring the
+// worker's copy of the cached snapshot than reading the cache itself. So Firefox gets only a snapshot the worker
+// has just made (a first visit, where it spares the page's CPython start).
+function handOverWhat() {
+  const firefox = typeof navigator !== 'undefined' && /\bFirefox\//.test(navigator.userAgent || '');
+  return {module: !firefox, cachedSnapshot: !firefox};
+}
 
 export class Runtime {
   constructor(config, events) {
     this.config = config;
     this.events = events;
-    this.timings = {};  // ms from boot() per stage; `snapshot`: per instance, 'loaded', 'made' or 'none'
+    this.timings = {};  // ms from boot() per stage; `snapshot`: per instance, 'handed', 'loaded', 'made' or 'none'
+    this.handoff = null;  // resolves to what the worker hands the page's Pyodide: {snapshot, module}
     this.done = new Set();
     this.lostListeners = new Set();
     this.host = null;
@@ -31,7 +42,7 @@ export class Runtime {
 
   #progress(stage, message) {
     // Stages after boot (e.g. the worker loading SciPy BLAS for a large graph) are reported, not counted.
-    if (stage === 'worker-runtime') this.releasePage();
+    if (stage === 'worker-runtime' && !this.handoff) this.releasePage();  // else its handoff releases it
     if (STAGES.includes(stage)) {
       this.done.add(stage);
       this.timings[stage] = Math.round(performance.now() - this.t0);
@@ -62,38 +73,43 @@ export class Runtime {
     return this.manifestPromise;
   }
 
-  // indexURL, and the package's own lock file (it names the core wheel) when there is one
-  #pyodideOptions() {
-    const options = {indexURL: this.config.pyodideURL};
-    if (this.config.lockFileURL) options.lockFileURL = this.config.lockFileURL;
-    return options;
-  }
-
   async #bootPage() {
     await this.#manifest();
-    const {loadPyodide, version} = await importPyodide(this.config.pyodideURL);
-    // From the snapshot the last visit stored; without one, boot normally and store one for the next visit.
-    const {py, snapshot} = await startPyodide(loadPyodide, version,
-      {...this.#pyodideOptions(), stdout: () => {}, stderr: () => {}}, {make: true});
+    const t0 = performance.now();
+    const page = {};
+    // From the snapshot and compiled module the worker's Pyodide handed over as it started (nothing when it
+    // failed, took too long or runs with switches); without them from the snapshot the last visit stored;
+    // without one, boot normally and store one for the next visit.
+    const handed = (await Promise.race([this.handoff, null])) || {};
+    this.handoff = null;  // 20 MB: not kept once used
+    const {py, snapshot} = await bootPyodide({indexURL: this.config.pyodideURL, lockFileURL: this.config.lockFileURL,
+      snapshot: {use: true, make: true, given: handed.snapshot || null, givenNew: !!handed.made},
+      wasmModule: handed.module || null,
+      wheels: [{url: this.coreWheelURL, sha256: this.coreWheelSha256}],
+      mark: (stage) => {
+        page[stage] = Math.round(performance.now() - t0);
+        if (stage === 'runtime') this.#progress('page-runtime', 'Pyodide started on the page');
+      }});
     this.timings.snapshot = {...this.timings.snapshot, page: snapshot};
-    this.#progress('page-runtime', 'Pyodide started on the page');
-    await installWheel(py, this.coreWheelURL, this.coreWheelSha256);
+    this.timings.wasm = handed.module ? 'handed' : 'compiled';  // the page's pyodide.asm.wasm: the worker's, or its own
     const mod = py.pyimport('py_core.bridge.builder_host');
     this.host = mod.HOST;
     this.callJson = this.host.call_json;
+    page.core = Math.round(performance.now() - t0);
+    this.timings.page = page;  // ms on this page's clock since its Pyodide started booting
     this.#progress('page-core', 'graph builder ready');
-    this.opTable = this.call('op_table');
     this.limits = this.call('op_support_limits');
   }
 
-  async #bootWorker() {
+  async #bootWorker(handoff) {
     await this.#manifest();
     const worker = new WorkerClient(
       this.config.workerURL,
       (msg) => this.#progress(msg.stage, msg.message),
       (reason) => this.#workerLost(worker, reason), this.config);
     const ready = await worker.request('init', {pyodideURL: this.config.pyodideURL,
-      lockFileURL: this.config.lockFileURL, coreWheelURL: this.coreWheelURL, coreWheelSha256: this.coreWheelSha256});
+      lockFileURL: this.config.lockFileURL, coreWheelURL: this.coreWheelURL, coreWheelSha256: this.coreWheelSha256,
+      handoff, handOver: handOverWhat()}, handoff ? [handoff] : []);
     if (ready && ready.snapshot) this.timings.snapshot = {...this.timings.snapshot, worker: ready.snapshot};
     if (ready && ready.numpy) this.timings.numpy = ready.numpy;  // 'unpacked' or 'loadPackage' (fallback)
     if (ready && ready.stages) this.timings.worker = ready.stages;  // ms on the worker's own clock
@@ -107,8 +123,8 @@ export class Runtime {
     for (const fn of [...this.lostListeners]) fn(worker, reason);
   }
 
-  /** Boot whatever is not running yet; resolves when builder and worker are both ready. */
-  async boot() {
+  /** The execution worker alone, booting it if needed (the page's builder Pyodide is not started by this). */
+  engine() {
     if (!this.t0) this.t0 = performance.now();
     if (!this.workerPromise) {
       // The page's Pyodide starts once the worker's runs: two Pyodides compiling and restoring at once compete
@@ -118,18 +134,47 @@ export class Runtime {
         this.releasePage = resolve;
         setTimeout(resolve, PAGE_WAIT_LIMIT_MS);
       });
-      this.workerPromise = this.#bootWorker().catch((e) => {
+      // While the page's Pyodide is not running, the worker hands it its compiled pyodide.asm.wasm and its
+      // memory snapshot (engine.js handOver) on a port of its own.
+      let handoff = null;
+      if (!this.callJson && typeof MessageChannel === 'function') {
+        const {port1, port2} = new MessageChannel();
+        handoff = port2;
+        this.handoff = new Promise((resolve) => {
+          const got = {};
+          let parts = 0;
+          const take = (data) => {
+            Object.assign(got, data);
+            if (++parts < 2) return;
+            port1.close();
+            resolve(got);
+            this.releasePage();
+          };
+          port1.onmessage = (e) => take(e.data);
+          port1.onmessageerror = () => {
+            console.warn("WebNN polyfill: a part of the worker's Pyodide could not be read here; compiled again");
+            take({});
+          };
+        });
+      }
+      this.workerPromise = this.#bootWorker(handoff).catch((e) => {
         this.workerPromise = null;
         this.releasePage();
         throw e;
       });
     }
+    return this.workerPromise;
+  }
+
+  /** Boot whatever is not running yet; resolves when builder and worker are both ready. */
+  async boot() {
+    const engine = this.engine();
     if (!this.pagePromise) {
       this.pagePromise = this.workerStarted.then(() => this.#bootPage())
         .catch((e) => { this.pagePromise = null; throw e; });
     }
     try {
-      const [, worker] = await Promise.all([this.pagePromise, this.workerPromise]);
+      const [, worker] = await Promise.all([this.pagePromise, engine]);
       this.timings.total = Math.round(performance.now() - this.t0);
       this.#progress('ready', 'WebNN polyfill ready');
       return worker;

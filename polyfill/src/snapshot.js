@@ -1,6 +1,8 @@
 // Pyodide memory snapshots: a copy of the WebAssembly heap taken right after the interpreter has started
 // (before NumPy or py_core are loaded), kept in Cache Storage. Restoring it skips CPython's start-up (about
-// 2 of the 2.5-3 s a warm loadPyodide takes), for the page's Pyodide and the worker's alike.
+// 2 of the 2.5-3 s a warm loadPyodide takes), for the page's Pyodide and the worker's alike. The worker,
+// which starts first, restores it (or on a first visit makes it) and hands its bytes to the page's Pyodide
+// (runtime.js), which stores a new one: on a first visit CPython starts once, not twice.
 //
 // Pyodide 0.27 has the (underscore, experimental) loadPyodide options `_makeSnapshot` / `_loadSnapshot`. The
 // snapshot holds only the bare interpreter: packages with shared libraries (NumPy) cannot be snapshotted in
@@ -69,35 +71,56 @@ async function dropSnapshot(key) {
 }
 
 /**
- * loadPyodide(options), from the cached snapshot when there is a usable one. With `make`, an instance that
- * booted without a snapshot takes one (before anything else runs in it) and stores it for the next visit.
- * Resolves to {py, snapshot}: snapshot is 'loaded', 'made' or 'none'.
+ * loadPyodide(options), from a usable snapshot: `given` bytes (the worker's, handed to the page; `givenNew`: it
+ * has just made them, store them), else the cached one when `use`. With `make`, an instance that booted without
+ * one takes one (before anything else runs in it) and, with `store`, stores it for the next visit.
+ * Resolves to {py, snapshot, bytes}: snapshot is 'handed' (from `given`), 'loaded' (from the cache), 'made' or
+ * 'none'; bytes is the snapshot restored or made, for another instance.
  */
-export async function startPyodide(loadPyodide, version, options, {make = false, use = true} = {}) {
-  const key = snapshotKey(options.indexURL, version || 'unknown');
-  if (!(await openCache())) return {py: await loadPyodide(options), snapshot: 'none'};
-  if (use) {
+export async function startPyodide(loadPyodide, version, options,
+  {make = false, use = true, store = true, given = null, givenNew = false} = {}) {
+  if (given) {
+    try {
+      const py = await restore(loadPyodide, options, given);
+      // a snapshot the worker just made, stored from here: the worker's thread is busy with NumPy and the
+      // core for seconds, which held its write back until the page was gone (Firefox)
+      if (givenNew) {
+        const cache = await openCache();
+        if (cache) writeSnapshot(snapshotKey(options.indexURL, version || 'unknown'), given);
+      }
+      return {py, snapshot: 'handed', bytes: given};
+    } catch (e) {
+      console.warn(`WebNN polyfill: the worker's Pyodide snapshot did not restore: ${e && e.message ? e.message : e}`);
+    }
+  }
+  const cached = await openCache();
+  const key = cached ? snapshotKey(options.indexURL, version || 'unknown') : null;
+  if (cached && use) {
     const bytes = await readSnapshot(key);
     if (bytes) {
       try {
-        const py = await loadPyodide({...options, _loadSnapshot: bytes});
-        if (py.runPython('1 + 1') !== 2) throw new Error('the restored interpreter does not compute');
-        return {py, snapshot: 'loaded'};
+        return {py: await restore(loadPyodide, options, bytes), snapshot: 'loaded', bytes};
       } catch (e) {
         console.warn(`WebNN polyfill: dropping an unusable Pyodide snapshot: ${e && e.message ? e.message : e}`);
         await dropSnapshot(key);
       }
     }
   }
-  if (!make) return {py: await loadPyodide(options), snapshot: 'none'};
+  if (!make) return {py: await loadPyodide(options), snapshot: 'none', bytes: null};
   const py = await loadPyodide({...options, _makeSnapshot: true});
-  let snapshot = 'none';
   try {
     const bytes = py.makeMemorySnapshot();
-    writeSnapshot(key, bytes);  // not awaited: storing 20 MB must not delay the boot
-    snapshot = 'made';
+    if (cached && store) writeSnapshot(key, bytes);  // not awaited: storing 20 MB must not delay the boot
+    return {py, snapshot: 'made', bytes};
   } catch (e) {
-    // an instance that cannot be snapshotted still works
+    return {py, snapshot: 'none', bytes: null};  // an instance that cannot be snapshotted still works
   }
-  return {py, snapshot};
+}
+
+async function restore(loadPyodide, options, bytes) {
+  // a heap of the wrong size makes loadPyodide hang rather than throw
+  if (!wellFormed(bytes)) throw new Error('not a snapshot of this Pyodide (magic number or heap size)');
+  const py = await loadPyodide({...options, _loadSnapshot: bytes});
+  if (py.runPython('1 + 1') !== 2) throw new Error('the restored interpreter does not compute');
+  return py;
 }

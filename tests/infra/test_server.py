@@ -22,7 +22,7 @@ with warnings.catch_warnings():
 
 from web.app import CROSS_ORIGIN_HEADERS, CROSS_ORIGIN_PREFIXES, ISOLATION_HEADERS, create_app
 from web.core_wheel import CoreWheelCache, build_wheel, read_project_meta
-from web.settings import Settings
+from web.settings import PYODIDE_VERSION, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = '[project]\nname = "py_core"\nversion = "0.1.0"\ndependencies = ["numpy>=1.26"]\n'
@@ -43,7 +43,7 @@ def repo(tmp_path: Path) -> Path:
     dist = root / "polyfill" / "dist"
     dist.mkdir(parents=True)
     (dist / "webnn-polyfill.js").write_text("/* bundle */\n")
-    assets = tmp_path / "cache" / "pyodide-0.27.7"
+    assets = tmp_path / "cache" / f"pyodide-{PYODIDE_VERSION}"
     assets.mkdir(parents=True)
     lock = {"packages": {"numpy": {"file_name": "numpy-2.0.2-cp312-cp312-pyodide_2024_0_wasm32.whl"}}}
     (assets / "pyodide-lock.json").write_text(json.dumps(lock))

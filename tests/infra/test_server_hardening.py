@@ -23,7 +23,7 @@ from web.app import create_app
 from web.bench import report, results
 from web.bench.results import Result
 from web.bench.session import free_port, serve_app
-from web.settings import Settings
+from web.settings import PYODIDE_VERSION, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 # Markup a hostile run could carry: tags, an attribute break-out, an entity.
@@ -349,7 +349,7 @@ def test_concurrent_first_sample_requests(tmp_path: Path) -> None:
 
 @pytest.fixture
 def nosniff_client(tmp_path: Path) -> TestClient:
-    assets = tmp_path / "cache" / "pyodide-0.27.7"
+    assets = tmp_path / "cache" / f"pyodide-{PYODIDE_VERSION}"
     assets.mkdir(parents=True)
     (assets / "pyodide.asm.wasm").write_bytes(b"\0asm")
     _run(tmp_path / "reports" / "20260101-000000-good", {"cases": 1})
@@ -440,7 +440,7 @@ def test_reports_run_no_script(nosniff_client: TestClient, path: str, status: in
 def test_no_traversal_in_other_routes(tmp_path: Path, path: str) -> None:
     """Every route that takes a path stays in its folder; a symlink out of a static folder is a 404."""
     (tmp_path / "secret.txt").write_text("SECRET\n")
-    assets = tmp_path / "cache" / "pyodide-0.27.7"
+    assets = tmp_path / "cache" / f"pyodide-{PYODIDE_VERSION}"
     assets.mkdir(parents=True)
     (assets / "escape.txt").symlink_to(tmp_path / "secret.txt")
     response = _client(tmp_path, tmp_path / "reports").get(path)

@@ -5,17 +5,18 @@
 // --native runs py_core.testing.native_check (the wasm build of the C kernels against float64 formulas)
 // instead of the WPT cases and prints {"timings", "native", "checks"}.
 //
-// The Pyodide core and its NumPy wheel come from the asset cache that `python scripts/fetch_assets.py` fills:
-// $PYODIDE_WEBNN_CACHE/pyodide-0.27.7/ (default ~/.cache/pyodide-webnn/pyodide-0.27.7/), or --assets DIR.
+// Pyodide is started by the polyfill's boot module (scripts/pyodide_node.mjs -> polyfill/src/boot.js); the core
+// and its NumPy wheel come from the asset cache that `python scripts/fetch_assets.py` fills:
+// $PYODIDE_WEBNN_CACHE/pyodide-<PYODIDE_VERSION>/ (default ~/.cache/pyodide-webnn/...), or --assets DIR.
 // The repository is mounted read-only in spirit at /repo with NODEFS; no bytecode is written back to it.
 // stdout carries exactly one JSON document: {"timings", "python", "numpy", "summary", "passed", "results"}.
 
 import { existsSync } from "node:fs";
-import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 
-const PYODIDE_VERSION = "0.27.7";
+import { assetDir, nodePyodide } from "../../scripts/pyodide_node.mjs";
+
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, "..", "..");
 
@@ -33,12 +34,6 @@ function parseArgs(argv) {
   return out;
 }
 
-export function assetDir(explicit) {
-  if (explicit) return explicit;
-  const root = process.env.PYODIDE_WEBNN_CACHE || join(homedir(), ".cache", "pyodide-webnn");
-  return join(root, `pyodide-${PYODIDE_VERSION}`);
-}
-
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const assets = assetDir(args.assets);
@@ -48,11 +43,10 @@ async function main() {
   }
   if (!args.data.startsWith(repo)) throw new Error(`--data must be inside the repository (${repo})`);
   const t0 = performance.now();
-  const { loadPyodide } = await import(pathToFileURL(join(assets, "pyodide.mjs")).href);
   const log = (s) => process.stderr.write(s + "\n");
-  const pyodide = await loadPyodide({ indexURL: assets + "/", stdout: log, stderr: log });
-  const t1 = performance.now();
-  await pyodide.loadPackage("numpy", { messageCallback: () => {}, errorCallback: log });
+  let t1 = 0;
+  const pyodide = await nodePyodide({ assets, numpy: true, stdout: log, stderr: log,
+    mark: (stage) => { if (stage === "runtime") t1 = performance.now(); } });
   const t2 = performance.now();
   pyodide.FS.mkdir("/repo");
   pyodide.FS.mount(pyodide.FS.filesystems.NODEFS, { root: repo }, "/repo");

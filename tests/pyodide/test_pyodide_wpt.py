@@ -1,7 +1,7 @@
 """The WPT conformance runner gives the same pass list inside Pyodide (under Node) as in CPython.
 
-Runs tests/pyodide/run_wpt.mjs: Pyodide 0.27.7 + NumPy 2.0.2 from the asset cache
-($PYODIDE_WEBNN_CACHE/pyodide-0.27.7, filled by `python scripts/fetch_assets.py`), the repository mounted
+Runs tests/pyodide/run_wpt.mjs: Pyodide (the version in PYODIDE_VERSION) + NumPy 2.0.2 from the asset cache
+($PYODIDE_WEBNN_CACHE/pyodide-<version>, filled by `python scripts/fetch_assets.py`), the repository mounted
 with NODEFS, py_core.testing.wpt over tests/data/wpt."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from py_core.testing import native_check, wpt
+from web.settings import PYODIDE_VERSION
 
 pytestmark = pytest.mark.pyodide
 
@@ -23,7 +24,6 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 DATA = REPO / "tests" / "data" / "wpt"
 RUNNER = HERE / "run_wpt.mjs"
-PYODIDE_VERSION = "0.27.7"
 NUMPY_WHEEL = "numpy-2.0.2-cp312-cp312-pyodide_2024_0_wasm32.whl"
 
 

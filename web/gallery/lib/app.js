@@ -87,17 +87,13 @@ onPolyfillProgress((d) => {
   }
 });
 
-const LOADER_STAGES = {'loader-runtime': 1, 'loader-packages': 2, 'loader-core': 3};
-
 function modelProgress(name) {
   return (d) => {
-    if (d.stage in LOADER_STAGES) {
-      const done = d.stage === 'loader-core';
-      task('loader', {label: 'TFLite loader', value: LOADER_STAGES[d.stage], max: 3, msg: d.message,
-        status: done ? 'done' : 'running'});
+    if (d.stage === 'loader-ready') {
+      task('loader', {label: 'TFLite loader', value: 1, max: 1, msg: d.message, status: 'done'});
     } else if (d.stage === 'loader') {
       if (!state.tasks.has('loader') || state.tasks.get('loader').status !== 'done') {
-        task('loader', {label: 'TFLite loader', value: 0, max: 3, msg: 'starting Pyodide in a worker'});
+        task('loader', {label: 'TFLite loader', value: 0, max: 1, msg: d.message});
       }
     } else if (d.stage === 'download') {
       task(`model:${name}`, {label: name, value: d.loaded, max: d.total,

@@ -1,9 +1,10 @@
 // Where the gallery's models come from, as graph files ({program: the JSON, weights}, docs/graph-file.md):
 //  - MediaPipe .tflite files (served by the dev server at /models/<name>.tflite) are converted in the page by
-//    the TFLite loader running in Pyodide in a Web Worker (loader-worker.js);
+//    the TFLite loader running in the polyfill's execution worker (webnnPolyfill.loadModel: the Pyodide that
+//    runs graphs, not one of its own);
 //  - the digits network is a graph file written by scripts/train_digits.py.
 // Programs are cached in memory and in Cache Storage, keyed by the model's sha256 and the core wheel's sha256
-// (the loader lives in py_core), so a reload does not boot the loader again.
+// (the loader lives in py_core), so a reload does not convert again.
 
 const CACHE_NAME = 'pyodide-webnn-programs-v1';
 const POLYFILL = () => globalThis.webnnPolyfill;
@@ -19,7 +20,6 @@ export const MODELS = {
 };
 
 const memory = new Map();
-let loader = null;
 
 function pyodideURL() {
   return POLYFILL()?.config?.pyodideURL ?? new URL('/pyodide/', location.href).href;
@@ -62,47 +62,16 @@ async function openCache() {
   }
 }
 
-/** The loader worker (started on first use); call(type, data, transfer) -> promise of its reply. */
-function getLoader(onProgress) {
-  if (loader) {
-    loader.onProgress = onProgress;
-    return loader;
-  }
-  const worker = new Worker(new URL('./loader-worker.js', import.meta.url), {type: 'module'});
-  const pending = new Map();
-  let nextId = 1;
-  const l = {worker, onProgress, pending};
-  worker.onmessage = ({data}) => {
-    if (data.type === 'progress') {
-      l.onProgress({stage: data.stage, message: data.message});
-      return;
-    }
-    const p = pending.get(data.id);
-    if (!p) return;
-    pending.delete(data.id);
-    if (data.ok) p.resolve(data.result);
-    else p.reject(Object.assign(new Error(data.error.message), {name: data.error.name}));
-  };
-  worker.onerror = (e) => {
-    for (const p of pending.values()) p.reject(new Error(`loader worker failed: ${e.message || e}`));
-    pending.clear();
-    if (loader === l) loader = null;
-  };
-  l.call = (type, data = {}, transfer = []) => new Promise((resolve, reject) => {
-    const id = nextId++;
-    pending.set(id, {resolve, reject});
-    worker.postMessage({id, type, ...data}, transfer);
-  });
-  l.ready = l.call('init', {pyodideURL: pyodideURL(), coreManifestURL: coreManifestURL()});
-  l.ready.catch(() => { if (loader === l) loader = null; });
-  loader = l;
-  return l;
-}
-
-/** Stop the loader worker (frees its Pyodide); it starts again if another model needs converting. */
-export function releaseLoader() {
-  if (loader) loader.worker.terminate();
-  loader = null;
+/** The TFLite loader's pure-Python wheels, [{url, sha256}], from the asset manifest scripts/fetch_assets.py writes. */
+async function loaderWheels() {
+  const base = pyodideURL();
+  const r = await fetch(base + 'manifest.json', {cache: 'no-cache'});
+  if (!r.ok) throw new Error(`HTTP ${r.status} for ${base}manifest.json`);
+  const files = (await r.json()).files || {};
+  const wheels = Object.keys(files).filter((n) => /^(tflite|flatbuffers)-.*\.whl$/.test(n))
+    .map((n) => ({url: base + n, sha256: files[n].sha256}));
+  if (wheels.length !== 2) throw new Error('the tflite/flatbuffers wheels are missing: run scripts/fetch_assets.py');
+  return wheels;
 }
 
 async function fromTFLite(name, spec, onProgress) {
@@ -121,12 +90,14 @@ async function fromTFLite(name, spec, onProgress) {
         ms: Math.round(performance.now() - t0)};
     }
   }
-  const l = getLoader(onProgress);
-  onProgress({stage: 'loader', message: 'starting the TFLite loader (Pyodide in a worker)'});
-  await l.ready;
-  onProgress({stage: 'convert', message: `converting ${name}.tflite to WebNN calls`});
+  const polyfill = POLYFILL();
+  if (!polyfill) throw new Error('the TFLite loader runs in the polyfill\'s worker: /polyfill/webnn-polyfill.js did not load');
+  onProgress({stage: 'loader', message: 'starting the TFLite loader (the polyfill\'s execution worker)'});
   const size = bytes.byteLength;
-  const result = await l.call('record', {name: `${name}.tflite`, bytes}, [bytes]);
+  const wheels = await loaderWheels();
+  onProgress({stage: 'convert', message: `converting ${name}.tflite to WebNN calls`});
+  const result = await polyfill.loadModel(bytes, {format: 'tflite', name: `${name}.tflite`, wheels});
+  onProgress({stage: 'loader-ready', message: 'TFLite loader ready in the polyfill\'s execution worker'});
   const program = JSON.parse(result.json);
   if (cache) {
     try {
