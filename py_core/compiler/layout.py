@@ -1,17 +1,17 @@
 """Layout switching: a node whose operator runs natively in several input layouts (its `layouts` trait), read
-through a transpose into its layout and read only through the inverse transpose (maybe after activations), takes the other layout and
-reads and writes the transposes' far sides directly, so both transposing copies disappear.
+through a transpose into its layout and read only through the inverse transpose (maybe after activations),
+takes the other layout and reads and writes the transposes' far sides directly, so both transposing copies go.
 
-    x (nhwc) -> transpose [0,3,1,2] -> conv2d(inputLayout nchw) -> transpose [0,2,3,1] -> y (nhwc)
-    becomes x -> conv2d(inputLayout nhwc) -> y
+    x (nhwc) -> transpose [0,3,1,2] -> conv2d(inputLayout nchw) -> relu -> transpose [0,2,3,1] -> y (nhwc)
+    becomes x -> conv2d(inputLayout nhwc) -> relu -> y
 
 which is the pattern converters emit around every convolution and pool of a channels-last model written for a
 channels-first backend (and the reverse).  Unary element-wise nodes (an `in_place` trait: relu, clamp, ...)
-between the node and its back transpose come along: they run the same in either layout.  The operator's options other than its layout describe spatial axes
-only (padding, strides, window, output sizes), so they hold in either layout; the result is the same tensor, so
-it equals the unoptimized graph's up to the kernels' own rounding (tests/core/test_compiler_layout.py).
-Transposes are recognised by their `permutation` trait.  Transposes that become dead are dropped; one whose
-result something else reads stays.
+between the node and its back transpose come along: they run the same in either layout.  The operator's options
+other than its layout describe spatial axes only (padding, strides, window, output sizes), so they hold in either
+layout; the result is the same tensor, so it equals the unoptimized graph's up to the kernels' own rounding
+(tests/core/test_compiler_layout.py).  Transposes are recognised by their `permutation` trait.  Transposes that
+become dead are dropped; one whose result something else reads stays.
 """
 
 from __future__ import annotations
