@@ -9,6 +9,13 @@ from py_core.spec import OPS
 from py_core.spec.table import OpSpec, operand_types
 from py_core.types import ALL_TYPES, MAX_RANK, MAX_TENSOR_BYTE_LENGTH, DataType
 
+# The layout most layout-taking operators (conv2d, convTranspose2d, the pools) run fastest in: the first entry of
+# their `layouts` trait (py_core/kernels/traits.py; measured beside it in kernels/convolution.py and pooling.py),
+# as py_core.kernels.preferred_layout() computes it.  Written out because the page's Pyodide, which answers
+# opSupportLimits(), has no NumPy to import the kernels with; tests/core/test_compiler_layout.py checks that the
+# two agree.  onnxruntime-web's WebNN EP reads it and lays its graph out to match (docs/compatibility.md).
+PREFERRED_INPUT_LAYOUT = "nhwc"
+
 # The spec lists data types in this order in its tables; keep it for stable output.
 _ORDER = [t.value for t in DataType]
 
@@ -36,7 +43,7 @@ def op_support_limits() -> dict[str, Any]:
     """The whole MLOpSupportLimits dictionary."""
     graph_limits = _tensor_limits(ALL_TYPES, (0, MAX_RANK))
     limits: dict[str, Any] = {
-        "preferredInputLayout": "nchw",
+        "preferredInputLayout": PREFERRED_INPUT_LAYOUT,
         "maxTensorByteLength": MAX_TENSOR_BYTE_LENGTH,
         "input": graph_limits,
         "constant": graph_limits,

@@ -1,5 +1,5 @@
-"""The graph compiler run at build(): constant folding, no-op removal, epilogue fusion, weight pre-packing and
-a memory plan, in that order.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-build
+"""The graph compiler run at build(): constant folding, no-op removal, layout switching, epilogue fusion, weight
+pre-packing and a memory plan, in that order.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-build
 
 Every pass decides from the traits registered with each operator's kernel (py_core/kernels/traits.py) and names
 no operator (tests/core/test_compiler_traits.py checks it); what a pass decided is recorded in the node's typed
@@ -21,6 +21,7 @@ import numpy as np
 from py_core.compiler.fold import fold_constants
 from py_core.compiler.fuse import fuse_epilogues
 from py_core.compiler.ir import Node, Program
+from py_core.compiler.layout import switch_layouts
 from py_core.compiler.memory import MemoryPlan, plan_memory
 from py_core.compiler.pack import bind_epilogues, pack_weights
 from py_core.compiler.simplify import remove_noops
@@ -35,6 +36,7 @@ class CompileOptions:
 
     fold: bool = True
     simplify: bool = True
+    layout: bool = True
     fuse: bool = True
     pack: bool = True
     in_place: bool = True
@@ -65,6 +67,8 @@ def compile_graph(graph: Graph, constants: dict[int, np.ndarray],
     if opts.simplify:
         remove_noops(prog)
         remove_noops(prog)  # merged chains may have become no-ops
+    if opts.layout:
+        switch_layouts(prog)
     if opts.fuse:
         fuse_epilogues(prog)
     if opts.pack:

@@ -54,12 +54,12 @@ def remove_noops(prog: Program) -> None:
         for o in node.outputs:
             producer[o] = node
     prog.nodes = kept
-    _drop_dead(prog)
+    drop_dead(prog)
     if removed or merged:
         prog.note(f"simplify: {removed} no-op node(s) removed, {merged} chain(s) merged")
 
 
-def _drop_dead(prog: Program) -> None:
+def drop_dead(prog: Program) -> None:
     """Remove nodes none of whose outputs is read by a later node or the graph."""
     live = set(prog.outputs.values())
     kept: list[Node] = []

@@ -31,4 +31,11 @@ def traits(op: str) -> KernelTraits:
     return TRAITS.get(op, NO_TRAITS)
 
 
-__all__ = ["KERNELS", "TRAITS", "traits"]
+def preferred_layout() -> str:
+    """The input layout most layout-taking operators run fastest in (the first of their `layouts` trait; ties
+    to the alphabetically first): opSupportLimits().preferredInputLayout (py_core/bridge/limits.py)."""
+    firsts = [t.layouts[0] for t in TRAITS.values() if t.layouts]
+    return max(sorted(set(firsts)), key=firsts.count) if firsts else "nchw"
+
+
+__all__ = ["KERNELS", "TRAITS", "preferred_layout", "traits"]

@@ -200,7 +200,20 @@ def _pack_conv2d(site: PackSite) -> Packed | None:
     return Packed(packed, ("input",), packed.mode)
 
 
+# Both layouts run natively (PackedConv2d has a channels-first path for every mode; the reference kernels
+# compute channels-last and transpose an nchw input and result); channels-last is faster for most shapes.  Median
+# ms per run in Pyodide under Node, C kernels on, relu6 fused (node scripts/bench_layouts.mjs; nchw / nhwc, range
+# over three runs on a shared 2-core machine):
+#   1x1 56x56 24->144 0.86-1.09 / 0.79-0.81   1x1 7x7 320->1280 1.30-1.87 / 1.05-1.11
+#   3x3 28x28 64->64 2.01-4.09 / 1.60-1.71    3x3 s2 stem 224x224 3->32 1.21-1.27 / 1.29-1.33
+#   depthwise 3x3 s1 112x112x32 0.57-0.93 / 0.81-0.90 (the channels-first plane path)
+#   depthwise 3x3 s2 112x112x96 0.73-0.88 / 0.64-0.70   depthwise 3x3 s2 14x14x576 0.17-0.18 / 0.09-0.14
+#   convTranspose2d 4x4 s2 28x28 64->32 2.69-8.10 / 2.62-3.80 (a transposing copy each way, ~0.3 ms at 112x112x32)
+LAYOUTS = ("nhwc", "nchw")
+
 TRAITS: dict[str, KernelTraits] = {
-    "conv2d": KernelTraits(fresh=True, epilogue_host=True, pack=_pack_conv2d, flops=_conv2d_flops),
-    "convTranspose2d": KernelTraits(fresh=True, flops=_conv_transpose2d_flops),
+    "conv2d": KernelTraits(fresh=True, epilogue_host=True, pack=_pack_conv2d, flops=_conv2d_flops,
+                           layouts=LAYOUTS, layout_option="inputLayout"),
+    "convTranspose2d": KernelTraits(fresh=True, flops=_conv_transpose2d_flops, layouts=LAYOUTS,
+                                    layout_option="inputLayout"),
 }

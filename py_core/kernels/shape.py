@@ -144,7 +144,7 @@ TRAITS: dict[str, KernelTraits] = {
     "cast": KernelTraits(noop=always),
     "expand": KernelTraits(noop=always),
     "transpose": KernelTraits(noop=lambda o: list(o["permutation"]) == list(range(len(o["permutation"]))),
-                              merge=_compose_transposes),
+                              merge=_compose_transposes, permutation=lambda o: o["permutation"]),
     "slice": KernelTraits(noop=lambda o: all(s == 1 for s in o["strides"]) and not any(o["starts"])),
     "pad": KernelTraits(noop=lambda o: not any(o["beginningPadding"]) and not any(o["endingPadding"])),
     "tile": KernelTraits(noop=lambda o: all(r == 1 for r in o["repetitions"])),

@@ -88,6 +88,14 @@ class KernelTraits:
     merge: Callable[[Options, Options], Options | None] | None = None
     # floating-point operations per run of a float node: (input shapes by operand name, output shape, options)
     flops: Callable[[Mapping[str, Shape], Shape, Options], float] | None = None
+    # the input layouts ("nchw", "nhwc") this operator's fast kernels run natively, best (measured fastest)
+    # first, and the option that names the layout of its "input" operand (its output has the same layout):
+    # the layout pass (compiler/layout.py) switches a node between them to drop the transposes around it, and
+    # opSupportLimits().preferredInputLayout is the layout most of them put first (bridge/limits.py)
+    layouts: tuple[str, ...] = ()
+    layout_option: str = ""
+    # single-input node that only reorders its input's axes: output axis i is input axis permutation[i]
+    permutation: Callable[[Options], Sequence[int]] | None = None
 
     def epilogue_of(self, op: str, options: Options, constant: np.ndarray | None = None) -> Epilogue:
         """This operator as an epilogue: unary from its options, binary with its constant operand (the

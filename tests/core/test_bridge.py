@@ -23,6 +23,7 @@ from py_core.bridge.limits import op_support_limits
 from py_core.bridge.worker_host import WorkerHost, safe_call
 from py_core.builder import GraphBuilder
 from py_core.errors import InvalidStateError, OperationError, WebNNTypeError
+from py_core.kernels import preferred_layout
 from py_core.spec import OPS
 from py_core.types import MAX_TENSOR_BYTE_LENGTH
 
@@ -109,7 +110,7 @@ def test_decode_numbers_reads_the_js_tags() -> None:
 def test_op_support_limits_graph_wide_members() -> None:
     limits = op_support_limits()
     assert limits["maxTensorByteLength"] == MAX_TENSOR_BYTE_LENGTH
-    assert limits["preferredInputLayout"] == "nchw"
+    assert limits["preferredInputLayout"] == preferred_layout()  # the conv/pool kernels' (test_compiler_layout)
     for member in ("input", "constant", "output"):
         assert limits[member] == {"dataTypes": ALL, "rankRange": {"min": 0, "max": 8}}
     assert set(OPS) <= set(limits)
