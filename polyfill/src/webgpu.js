@@ -134,9 +134,10 @@ export async function exportTensor(c, t, where) {
   t.rental = rental;
   c.worker = gated(c.worker);
   const device = t.gpuDevice;
+  const n = byteLengthOf(t);
   let bytes;
   try {
-    bytes = await c.untilLost(c.worker.request('read', {ctx: c.id, tid: t.id, n: byteLengthOf(t)}), where);
+    bytes = await c.untilLost(c.worker.request('read', {ctx: c.id, tid: t.id, n}), where);
     if (t.destroyed) throw new DOMException(`${where}: the tensor has been destroyed`, 'InvalidStateError');
     if (deviceLost(device)) {
       throw new DOMException(`${where}: the GPUDevice was lost or destroyed`, 'InvalidStateError');
@@ -145,7 +146,6 @@ export async function exportTensor(c, t, where) {
     endRental(rental);
     throw e;
   }
-  const n = byteLengthOf(t);
   // WebGPU maps and copies in multiples of 4 bytes: an odd-sized tensor (e.g. 3 x float16) gets up to 3 more
   const size = Math.max(4, Math.ceil(n / 4) * 4);
   const buffer = device.createBuffer({label: 'tensor', size, usage: EXPORT_USAGE, mappedAtCreation: true});
