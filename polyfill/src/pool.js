@@ -39,8 +39,7 @@ class WorkerPool {
       for (const fn of [...rt.lostListeners]) fn(worker, reason);
     }, rt.config);
     try {
-      await worker.request('init', {pyodideURL: rt.config.pyodideURL, lockFileURL: rt.config.lockFileURL,
-        coreWheelURL: rt.coreWheelURL, coreWheelSha256: rt.coreWheelSha256});
+      await worker.request('init', rt.engineInit());
     } catch (e) {
       worker.terminate(`the second WebNN worker could not start: ${e && e.message ? e.message : e}`);
       throw e;

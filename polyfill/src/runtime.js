@@ -107,14 +107,19 @@ export class Runtime {
       this.config.workerURL,
       (msg) => this.#progress(msg.stage, msg.message),
       (reason) => this.#workerLost(worker, reason), this.config);
-    const ready = await worker.request('init', {pyodideURL: this.config.pyodideURL,
-      lockFileURL: this.config.lockFileURL, coreWheelURL: this.coreWheelURL, coreWheelSha256: this.coreWheelSha256,
-      handoff, handOver: handOverWhat()}, handoff ? [handoff] : []);
+    const ready = await worker.request('init', {...this.engineInit(), handoff, handOver: handOverWhat()},
+      handoff ? [handoff] : []);
     if (ready && ready.snapshot) this.timings.snapshot = {...this.timings.snapshot, worker: ready.snapshot};
     if (ready && ready.numpy) this.timings.numpy = ready.numpy;  // 'unpacked' or 'loadPackage' (fallback)
     if (ready && ready.stages) this.timings.worker = ready.stages;  // ms on the worker's own clock
     this.worker = worker;
     return worker;
+  }
+
+  /** What every execution worker's 'init' carries (this one, and further ones: pool.js); after #manifest(). */
+  engineInit() {
+    return {pyodideURL: this.config.pyodideURL, lockFileURL: this.config.lockFileURL,
+      coreWheelURL: this.coreWheelURL, coreWheelSha256: this.coreWheelSha256};
   }
 
   #workerLost(worker, reason) {
