@@ -128,9 +128,12 @@ class PackedConv2d:
             # multiply-add loops over rows as short as 7 (measured 4x slower at 7x7x960 than channels-last)
             self._w = np.ascontiguousarray(w.reshape(kh, kw, o))
         # channels-last groups-1 weights are the product's right-hand side: with the C kernels, held once,
-        # packed into the panels it reads (native.PackedB); `w` unpacks them for the NumPy paths
+        # packed into the panels it reads (native.PackedB); `w` unpacks them for the NumPy paths.  A conv that
+        # always takes the reference kernel never reads the packed form: it keeps the plain weights rather than
+        # unpacking them on every run
         self.w_packed: native.PackedB | None = None
-        if groups == 1 and layout == "nhwc" and native.available() and _fits_c(self.w):
+        if (groups == 1 and layout == "nhwc" and self.reference != "always" and native.available()
+                and _fits_c(self.w)):
             self.w_packed, self._w = native.PackedB(self.w), None
         self.w_rows: np.ndarray | None = None
         self.w_planes: np.ndarray | None = None

@@ -58,12 +58,11 @@ def _elementwise(node: Node) -> bool:
     return traits(node.op).in_place is not None and len(node.outputs) == 1
 
 
-def _path_back(prog: Program, node: Node, readers: dict[int, list[Node]],
+def _path_back(node: Node, readers: dict[int, list[Node]], outputs: set[int],
                back: tuple[int, ...]) -> tuple[list[Node], list[Node]] | None:
     """The unary element-wise nodes after `node` (each the only reader of the one before) and the transposes
     that read the last of them, when those transposes, all with permutation `back`, are its only readers.  No
     value on the way may be a graph output (it would change layout), at most one of the transposes'."""
-    outputs = prog.output_ids()
     between: list[Node] = []
     out = node.outputs[0]
     while out not in outputs:
@@ -83,6 +82,7 @@ def switch_layouts(prog: Program) -> None:
     """Drop the transpose pairs around nodes that run natively in the layout on the pair's far side."""
     producer: dict[int, Node] = {o: n for n in prog.nodes for o in n.outputs}
     readers = prog.consumers()
+    outputs = prog.output_ids()  # the same throughout: only non-output values are renamed below
     removed: set[int] = set()  # id() of the back transposes now computed by the switched node
     switched = 0
     for node in prog.nodes:
@@ -94,14 +94,14 @@ def switch_layouts(prog: Program) -> None:
         layout, before = target
         option = traits(node.op).layout_option
         back = _PERMUTATION[(node.options[option], layout)]
-        path = _path_back(prog, node, readers, back)
+        path = _path_back(node, readers, outputs, back)
         if path is None:
             continue
         between, after = path
         # the last node before the transposes computes what they did: the one graph output among them, else the
         # first; the values on the way change layout (their descriptors too)
         outs = [r.outputs[0] for r in after]
-        keep = next((o for o in outs if o in prog.output_ids()), outs[0])
+        keep = next((o for o in outs if o in outputs), outs[0])
         for r in after:
             removed.add(id(r))
             if r.outputs[0] != keep:

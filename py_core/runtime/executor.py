@@ -102,20 +102,11 @@ class Executable:
         with np.errstate(all="ignore"):
             for step in self.steps:
                 one = step.one
-                if one is not None:
-                    # one operand, one output: the element-wise bulk of small-op graphs (#16 line 2)
-                    try:
-                        result = step.call(**{one: vals[step.one_slot]})
-                    except Exception as e:  # a kernel bug must not take the worker down: name the op and label
-                        raise internal_error(f"[{step.label}] {step.op}" if step.label else step.op, e) from e
-                    dtype, shape = step.out_types[0]
-                    if type(result) is np.ndarray and result.shape == shape and result.dtype == dtype:
-                        vals[step.outputs[0]] = result
-                        for s in step.release:
-                            vals[s] = None
-                        continue
+                kw: dict[str, Any]
+                if one is not None:  # one operand, one output: the element-wise bulk of small-op graphs (#16 line 2)
+                    kw = {one: vals[step.one_slot]}
                 else:
-                    kw: dict[str, Any] = {}
+                    kw = {}
                     for pname, ref in step.args:
                         if ref is None:
                             kw[pname] = None
@@ -123,11 +114,18 @@ class Executable:
                             kw[pname] = vals[ref]
                         else:
                             kw[pname] = [vals[i] for i in ref]  # type: ignore[union-attr]
-                    try:
-                        result = step.call(**kw)
-                    except Exception as e:  # a kernel bug must not take the worker down: name the op and label
-                        where = f"[{step.label}] {step.op}" if step.label else step.op
-                        raise internal_error(where, e) from e
+                try:
+                    result = step.call(**kw)
+                except Exception as e:  # a kernel bug must not take the worker down: name the op and label
+                    where = f"[{step.label}] {step.op}" if step.label else step.op
+                    raise internal_error(where, e) from e
+                if one is not None:
+                    dtype, shape = step.out_types[0]
+                    if type(result) is np.ndarray and result.shape == shape and result.dtype == dtype:
+                        vals[step.outputs[0]] = result
+                        for s in step.release:
+                            vals[s] = None
+                        continue
                 results = result if isinstance(result, (list, tuple)) else (result,)
                 for s, (dtype, shape), arr in zip(step.outputs, step.out_types, results, strict=True):
                     if type(arr) is not np.ndarray:

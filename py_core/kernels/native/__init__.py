@@ -247,8 +247,7 @@ def sgemm_packed(a: np.ndarray, b: PackedB, out: np.ndarray | None = None, bias:
                  hi: float = 0.0) -> np.ndarray:
     """out[M, N] = act(a[M, K] @ B + bias) with B packed by PackedB."""
     assert _LIB is not None
-    _require(a.dtype == F32 and a.ndim == 2 and a.size > 0 and a.shape[1] == b.k and a.strides[0] % 4 == 0
-             and a.strides[1] % 4 == 0 and _fit(*a.shape, *a.strides), "sgemm_packed operands")
+    _require(sgemm_packed_ok(a) and a.shape[1] == b.k, "sgemm_packed operands")
     m, n = a.shape[0], b.n
     out, bias_mode = _product_out(m, n, out, bias, bias_mode, act, "sgemm_packed")
     _LIB.wk_sgemm_packed(m, n, b.k, _ptr(a), a.strides[0] // 4, a.strides[1] // 4, _ptr(b.data), _ptr(out),
