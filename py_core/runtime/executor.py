@@ -67,11 +67,14 @@ class Executable:
             outs = tuple(slot_of(o) for o in node.outputs)
             descs = [prog.operands[o].desc for o in node.outputs]
             types = tuple((np.dtype(d.data_type.numpy_name), tuple(d.shape)) for d in descs)
+            one: str | None = None  # Step.one: one operand (not a list), one output
+            one_slot = 0
+            if len(args) == 1 and len(outs) == 1:
+                only_name, only_ref = args[0]
+                if isinstance(only_ref, int):
+                    one, one_slot = only_name, only_ref
             steps.append(Step(node.op, call, tuple(args), outs, types, tuple(slot_of(i) for i in release),
-                              node.label, node.variant))
-        for step in steps:
-            if len(step.args) == 1 and type(step.args[0][1]) is int and len(step.outputs) == 1:
-                step.one, step.one_slot = step.args[0][0], step.args[0][1]  # type: ignore[assignment]
+                              node.label, node.variant, one, one_slot))
         self.steps = steps
         self._outputs = tuple((name, slot_of(i)) for name, i in prog.outputs.items())
         # graph outputs that are constants (folded) are copied out: a caller may write into its results
