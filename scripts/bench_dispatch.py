@@ -259,22 +259,24 @@ def run_small_ops(browser: Any, base: str, log: Any) -> dict[str, Any]:
     return out
 
 
+def _ms(stat: dict[str, Any], digits: int = 2) -> str:
+    """'<median> ms (min <min>)' of one timed run."""
+    return f"{stat['median']:.{digits}f} ms (min {stat['min']:.{digits}f})"
+
+
 def summary(results: dict[str, Any]) -> list[str]:
     """Report lines for `run_small_ops`' results of one browser."""
     lines = []
     enc, disp, two, sec = (results.get(k, {}) for k in ("encoder_bert", "dispatch", "two_contexts", "second_worker"))
     if "wasm" in enc:
-        lines.append(f"small ops: encoder_bert via ORT, WebNN EP on the polyfill {enc['webnn-polyfill']['median']:.2f} "
-                     f"ms (min {enc['webnn-polyfill']['min']:.2f}) vs ORT WASM {enc['wasm']['median']:.2f} ms (min "
-                     f"{enc['wasm']['min']:.2f}): x{enc['ratio']} (mins x{enc['ratioOfMins']}); target <= 2")
+        lines.append(f"small ops: encoder_bert via ORT, WebNN EP on the polyfill {_ms(enc['webnn-polyfill'])} vs "
+                     f"ORT WASM {_ms(enc['wasm'])}: x{enc['ratio']} (mins x{enc['ratioOfMins']}); target <= 2")
     if "roundTrip" in disp:
-        lines.append(f"small ops: 1-op write+dispatch+read {disp['roundTrip']['median']:.3f} ms (min "
-                     f"{disp['roundTrip']['min']:.3f}); target < 0.15")
+        lines.append(f"small ops: 1-op write+dispatch+read {_ms(disp['roundTrip'], 3)}; target < 0.15")
     for size, runs in results.get("data_path", {}).items():
         if "plain" in runs:
-            lines.append(f"small ops: writeTensor + readTensor of {size} {runs['plain']['median']:.2f} ms (min "
-                         f"{runs['plain']['min']:.2f}), into outputData {runs['into']['median']:.2f} ms (min "
-                         f"{runs['into']['min']:.2f})")
+            lines.append(f"small ops: writeTensor + readTensor of {size} {_ms(runs['plain'])}, "
+                         f"into outputData {_ms(runs['into'])}")
     if "speedup" in two:
         lines.append(f"small ops: two contexts at once x{two['speedup']} ({two['sequentialMs']} ms one after the "
                      f"other, {two['concurrentMs']} ms together, {two['workers']} workers, {two['cores']} cores)")

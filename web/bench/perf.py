@@ -430,6 +430,9 @@ def run(opts: PerfOptions, out: Path, command: str) -> Path:
                 probe = session.probe(["default"])
                 writer.probe(probe.to_json())
                 print(probe.summary(), flush=True)
+                # the probe's contexts would hold the first worker, so perf.js's own context would start a
+                # second one and be timed there (and workerStats would report the idle first one)
+                session.perf("() => webnnBench.release()")
                 page_runs[target.id] = run_cases(session, chosen, opts, writer)
                 writer.measure("worker", target.id, {"stats": session.perf("webnnPolyfill.workerStats()"),
                                                      "pageErrors": session.page_errors})

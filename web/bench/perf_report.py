@@ -15,14 +15,13 @@ import platform
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from html import escape as _escape
 from pathlib import Path
 from typing import Any
 
 from web.bench import results as res
 from web.bench import svg
 from web.bench.perf import GROUPS, PERF_SCHEMA, POLYFILL, page_name
-from web.bench.report import CSS
+from web.bench.report import CSS, escape
 from web.bench.results import Result
 
 PEERS = ("ort-wasm-1t", "ort-wasm-2t")
@@ -30,11 +29,6 @@ PEERS = ("ort-wasm-1t", "ort-wasm-2t")
 # the page heard of each worker stage) where present, then perf.js's own marks.
 BOOT_STAGES = (("worker-runtime", "Pyodide runtime"), ("worker-numpy", "NumPy"), ("worker-core", "core import"))
 STARTUP_SEGMENTS = (*(label for _, label in BOOT_STAGES), "to context", "graph build", "first run")
-
-
-def escape(v: Any) -> str:
-    """`v` as HTML text: every field read from the run directory is data."""
-    return _escape(str(v))
 
 
 Run = tuple[dict[str, Any], list[dict[str, Any]], list[Result], list[dict[str, Any]]]

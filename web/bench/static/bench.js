@@ -4,6 +4,7 @@
 // Loaded after /polyfill/webnn-polyfill.js; the bench drives it through Playwright's page.evaluate().
 //
 //   webnnBench.probe(variants, {timeoutMs})      -> {environment, implementations: [{impl, variant, state, ...}]}
+//   webnnBench.release()                         -> destroys the contexts probe/run created
 //   webnnBench.run(graph, {impl, variant, repeat}) -> {status, stage, error, timings, outputs}
 //   webnnBench.runClient(spec, {impl, options, repeat}) -> the same, for a model run through a real WebNN client
 //     (onnxruntime-web or LiteRT.js, with web/pages/clients/clients.js) on impl 'wasm' | 'polyfill' | 'native'
@@ -310,5 +311,15 @@
     return {environment, implementations};
   }
 
-  globalThis.webnnBench = Object.freeze({probe, run, runClient, version: 2});
+  /** Destroy every context the probe or a run created (a later run creates its own again): a page that then
+   *  makes contexts of its own (the /perf/ page) keeps the polyfill's one worker instead of a second one. */
+  async function release() {
+    const held = [...contexts.values()];
+    contexts.clear();
+    for (const p of held) {
+      try { (await p).destroy(); } catch (e) { /* never created, or already gone */ }
+    }
+  }
+
+  globalThis.webnnBench = Object.freeze({probe, run, runClient, release, version: 2});
 })();
