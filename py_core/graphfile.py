@@ -291,7 +291,7 @@ class Recorder:
     def input(self, name: str, descriptor: Mapping[str, Any]) -> Any:
         """input(name, descriptor), recorded.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-input"""
         handle = self.builder.input(name, descriptor)
-        self._inputs[name] = (handle.id, _desc(handle))
+        self._inputs[name] = (handle.id, handle.desc.to_json())
         return handle
 
     def constant(self, descriptor: Mapping[str, Any], data: Any) -> Any:
@@ -303,7 +303,8 @@ class Recorder:
         offset = len(self._weights) + (-len(self._weights) % ALIGN)
         self._weights.extend(bytes(offset - len(self._weights)))
         self._weights.extend(raw)
-        self._constants.append((handle.id, {**_desc(handle), "data": {"offset": offset, "byteLength": raw.nbytes}}))
+        data = {"offset": offset, "byteLength": raw.nbytes}
+        self._constants.append((handle.id, {**handle.desc.to_json(), "data": data}))
         return handle
 
     def op(self, name: str, *args: Any, **options: Any) -> Any:
@@ -311,7 +312,7 @@ class Recorder:
         result = getattr(self.builder, name)(*_plain(args), **_plain(options))
         handles = result if isinstance(result, list) else [result]
         self._ops.append((name, _ids(list(args)), _ids(options), [h.id for h in handles],
-                          [_desc(h) for h in handles]))
+                          [h.desc.to_json() for h in handles]))
         return result
 
     def __getattr__(self, name: str) -> Any:
@@ -374,10 +375,6 @@ def _ids(v: Any) -> Any:
     if hasattr(v, "item") and not isinstance(v, (str, bytes)):
         return v.item()
     return v
-
-
-def _desc(handle: Any) -> dict[str, Any]:
-    return {"dataType": handle.data_type.value, "shape": list(handle.shape)}
 
 
 def _plain(v: Any) -> Any:

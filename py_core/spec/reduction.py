@@ -62,10 +62,7 @@ def reduce_row(name: str, types: frozenset[DataType]) -> OpSpec:
 def _arg_min_max(call: OpCall) -> OperandDescriptor:
     x = call.operand("input")
     axis = check_axis(call, call["axis"], x.rank)
-    try:
-        out_type = DataType.parse(call["outputDataType"])
-    except ValueError:
-        call.fail(f"'{call['outputDataType']}' is not a valid MLOperandDataType")
+    out_type: DataType = call["outputDataType"]  # bind parsed it (the default is a DataType too)
     if out_type not in ARG_OUTPUT_TYPES:
         call.fail(f"outputDataType {out_type.value} is not supported (allowed: int32, int64)")
     if x.shape[axis] > _INDEX_MAX[out_type]:
@@ -78,10 +75,8 @@ def arg_row(name: str) -> OpSpec:
     https://www.w3.org/TR/webnn/#api-mlgraphbuilder-argminmax"""
     return OpSpec(
         name, FAMILY, (operand("input", ALL_TYPES, ranks=(1, MAX_RANK)), value("axis", ULONG)),
-        (value("keepDimensions", BOOLEAN, False), value("outputDataType", DATA_TYPE, "int32")),
+        (value("keepDimensions", BOOLEAN, False), value("outputDataType", DATA_TYPE, DataType.INT32)),
         _arg_min_max,
-        # the default arrives as a string, a given value as a DataType: the graph records the DataType
-        normalize=lambda call: {"outputDataType": DataType.parse(call["outputDataType"])},
         output_types=ARG_OUTPUT_TYPES,
         output_ranks=(0, MAX_RANK),
     )
