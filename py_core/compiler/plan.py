@@ -62,14 +62,22 @@ def _single_input(node: Node) -> int | None:
     return refs[0] if len(refs) == 1 and isinstance(refs[0], int) else None
 
 
-def _posts(epilogue: Sequence[Any], used: int, count: int) -> list[tuple[int, tuple[Arg, ...]]] | None:
-    """The epilogue steps after the fused one as in-place C activations, or None if one has no C form."""
-    out = []
+def _posts(epilogue: Sequence[Any], used: int, shape: tuple[int, ...]) -> list[tuple[int, tuple[Arg, ...]]] | None:
+    """The epilogue steps after the fused one as in-place C steps on the output, or None if one has no C form."""
+    count = math.prod(shape)
+    out: list[tuple[int, tuple[Arg, ...]]] = []
     for e in epilogue[used:]:
-        if e.native is None:
+        if e.native is not None:
+            act, lo, hi = e.native
+            out.append((cf.ACT, (OUT, OUT, count, act, F32(lo), F32(hi))))
+        elif e.ufunc in cf.BINARY_KINDS and e.constant is not None and e.constant.dtype == F32_DTYPE:
+            c = e.constant
+            period = cf.period(tuple(c.shape), shape)
+            if period is None or c.ndim > len(shape):
+                return None
+            out.append((cf.BINARY, (cf.BINARY_KINDS[e.ufunc], OUT, OUT, Buf("const", c), count, count, period)))
+        else:
             return None
-        act, lo, hi = e.native
-        out.append((cf.ACT, (OUT, OUT, count, act, F32(lo), F32(hi))))
     return out
 
 
@@ -77,7 +85,7 @@ def _lower_conv(k: PackedConv2d, x: tuple[int, ...]) -> CForm | None:
     """A packed conv2d as what PackedConv2d._native calls, word for word."""
     if not k.native_fits or k.reference == "always" or len(x) != 4:
         return None
-    posts = _posts(k.epilogue, len(k.posts) - len(k.native_posts), math.prod(k.out_shape))
+    posts = _posts(k.epilogue, len(k.posts) - len(k.native_posts), tuple(k.out_shape))
     if posts is None:
         return None
     act, lo, hi = k.native_act
@@ -145,7 +153,7 @@ def _lower_matmul(k: PackedMatmul, x: tuple[int, ...], out: tuple[int, ...]) -> 
     """A packed gemm/matmul as what PackedMatmul.__call__ calls with the C kernels, word for word."""
     if k.a_transpose or not k.native_fused or not x:
         return None
-    posts = _posts(k.epilogue, len(k.posts) - len(k.native_posts), math.prod(out))
+    posts = _posts(k.epilogue, len(k.posts) - len(k.native_posts), out)
     if posts is None:
         return None
     kk, n = x[-1], k.n
@@ -188,17 +196,27 @@ def lower_node(node: Node, prog: Program) -> CForm | None:
         if x is None or "a" not in node.operands:
             return None
         return _lower_matmul(node.kernel, prog.shape(x), out)
-    # the reference kernel, or the memory plan's in-place binary (same operands "a" and "b", no options)
-    if node.epilogue or not (node.kernel is None or (node.variant == "in-place" and traits(node.op).ufunc)):
+    # the reference kernel; the memory plan's in-place version (same operands, options dropped: a form that needs
+    # them fails below and the step stays Python); a reference kernel bind_epilogues wrapped with its epilogue
+    options, epilogue = node.options, []
+    if node.unbound is not None:
+        options, epilogue = node.unbound
+    elif node.epilogue or not (node.kernel is None or node.variant == "in-place"):
         return None
     form = form_of(node.op)
     if form is None:
         return None
     shapes = {name: (None if ref is None else prog.shape(ref)) for name, ref in node.operands.items()}
     try:
-        return form(node.options, shapes, out)
+        lowered = form(options, shapes, out)
     except (KeyError, TypeError, ValueError):  # an option the form does not know: keep the Python step
         return None
+    if lowered is None or not epilogue:
+        return lowered
+    posts = _posts(epilogue, 0, out)
+    if posts is None or lowered.alias is not None:
+        return None
+    return CForm(lowered.instrs + posts)
 
 
 # ------------------------------------------------------------------------------------------- the plan
@@ -291,10 +309,11 @@ class CompiledPlan:
                 raise PlanError(f"plan: a value is {list(arr.shape)}, the plan expects {list(shape)}")
             tab[idx] = arr.__array_interface__["data"][0]
         words = seg.words
-        assert self.fn is not None
-        bad = self.fn(words.__array_interface__["data"][0], words.size, tab.__array_interface__["data"][0])
-        if bad:
-            raise PlanError(f"plan: C refused instruction word {bad - 1}")
+        if words.size:
+            assert self.fn is not None
+            bad = self.fn(words.__array_interface__["data"][0], words.size, tab.__array_interface__["data"][0])
+            if bad:
+                raise PlanError(f"plan: C refused instruction word {bad - 1}")
         for slot, arr in seg.publish:
             vals[slot] = arr
         for slot in seg.release:

@@ -24,7 +24,7 @@ Shape = tuple[int, ...]
 
 # opcodes and binary kinds of webnn_plan.c
 SGEMM, SGEMM_PACKED, CONV_NCHW, IM2COL_NHWC, DW_NHWC, DW_NCHW, BINARY, ACT, SIGMOID, ERF, LAYER_NORM, SOFTMAX, \
-    COPY = range(1, 14)
+    COPY, TRANSPOSE = range(1, 15)
 BINARY_KINDS = {np.add: 0, np.subtract: 1, np.multiply: 2, np.divide: 3}
 
 
@@ -62,7 +62,7 @@ Form = Callable[[Mapping[str, Any], Mapping[str, Shape | None], Shape], CForm | 
 FORMS: dict[str, Form] = {}
 
 
-def _period(shape: Shape, out: Shape) -> int | None:
+def period(shape: Shape, out: Shape) -> int | None:
     """How often an operand of `shape` repeats in an output of `out` when broadcast: its size if its shape
     (leading ones dropped) is a trailing suffix of `out`, 1 for a single element; None otherwise."""
     size = math.prod(shape)
@@ -82,7 +82,7 @@ def _binary(fn: np.ufunc) -> Form:
         count = math.prod(out)
         if a is None or b is None or count == 0:
             return None
-        pa, pb = _period(a, out), _period(b, out)
+        pa, pb = period(a, out), period(b, out)
         if pa is None or pb is None or count not in (pa, pb):
             return None
         return CForm([(BINARY, (BINARY_KINDS[fn], OUT, Buf("in", "a"), Buf("in", "b"), count, pa, pb))],
@@ -182,8 +182,20 @@ def _average_pool(options: Mapping[str, Any], shapes: Mapping[str, Shape | None]
     return CForm([prod, (BINARY, (BINARY_KINDS[np.divide], OUT, OUT, Buf("const", scale), n * c, n * c, 1))])
 
 
-FORMS.update({"sigmoid": _sigmoid, "erf": _erf, "softmax": _softmax, "layerNormalization": _layer_norm,
-              "reshape": _reshape, "matmul": _matmul, "averagePool2d": _average_pool})
+def _transpose(options: Mapping[str, Any], shapes: Mapping[str, Shape | None], out: Shape) -> CForm | None:
+    """A copy in output order (Python's transpose is a view; a C step reading it would copy it anyway)."""
+    x, perm = shapes["input"], list(options["permutation"])
+    if x is None or len(x) > 6 or sorted(perm) != list(range(len(x))) or math.prod(out) == 0:
+        return None
+    strides = [math.prod(x[i + 1:]) for i in range(len(x))]
+    dims = [1] * (6 - len(x)) + [x[p] for p in perm]
+    steps = [0] * (6 - len(x)) + [strides[p] for p in perm]
+    return CForm([(TRANSPOSE, (Buf("in", "input"), OUT, *dims, *steps))])
+
+
+FORMS.update({"transpose": _transpose, "sigmoid": _sigmoid, "erf": _erf, "softmax": _softmax,
+              "layerNormalization": _layer_norm, "reshape": _reshape, "matmul": _matmul,
+              "averagePool2d": _average_pool})
 
 
 def form_of(op: str) -> Form | None:

@@ -24,6 +24,7 @@
 #define PLAN_LAYER_NORM 11  /* x y rows n scale bias eps */
 #define PLAN_SOFTMAX 12     /* x y rows n */
 #define PLAN_COPY 13        /* x y count */
+#define PLAN_TRANSPOSE 14   /* x y d0..d5 s0..s5: y in order, y[i0..i5] = x[sum ik * sk] (6 axes, leading ones) */
 
 #define BIN_ADD 0
 #define BIN_SUB 1
@@ -95,6 +96,26 @@ static inline void plan_copy(const float *x, float *y, i64 count) {
   for (; i < count; i++) y[i] = x[i];
 }
 
+static void plan_transpose(const float *x, float *y, const i64 *d, const i64 *s) {
+  for (i64 a = 0; a < d[0]; a++)
+    for (i64 b = 0; b < d[1]; b++)
+      for (i64 c = 0; c < d[2]; c++)
+        for (i64 e = 0; e < d[3]; e++) {
+          const float *base = x + a * s[0] + b * s[1] + c * s[2] + e * s[3];
+          for (i64 f = 0; f < d[4]; f++) {
+            const float *row = base + f * s[4];
+            if (s[5] == 1) {
+              i64 g = 0;
+              for (; g + 4 <= d[5]; g += 4) st(y + g, ld(row + g));
+              for (; g < d[5]; g++) y[g] = row[g];
+            } else {
+              for (i64 g = 0; g < d[5]; g++) y[g] = row[g * s[5]];
+            }
+            y += d[5];
+          }
+        }
+}
+
 /* Run `n` words of instructions with the address table `tab`.  Returns 0, or the word offset of an
  * instruction it does not know (Python never writes one: a guard, not a path). */
 EXPORT i64 wk_run_plan(const i64 *words, i64 n, const i64 *tab) {
@@ -162,6 +183,9 @@ EXPORT i64 wk_run_plan(const i64 *words, i64 n, const i64 *tab) {
         break;
       case PLAN_COPY:
         plan_copy(P(2), P(3), I(4));
+        break;
+      case PLAN_TRANSPOSE:
+        plan_transpose(P(2), P(3), w + 4, w + 10);
         break;
       default:
         return at + 1;
