@@ -26,6 +26,7 @@ Switch: PYODIDE_WEBNN_PLAN=0 (worker URL ?plan=0), or CompileOptions(plan=False)
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import struct
@@ -42,6 +43,7 @@ from py_core.kernels import native, traits
 from py_core.kernels.cforms import F32, OUT, Arg, Buf, CForm, form_of
 
 ENV_SWITCH = "PYODIDE_WEBNN_PLAN"
+SMALL = 2048  # elements: a segment of one step below this stays Python (py_core.kernels.activation.NATIVE_MIN)
 F32_DTYPE = np.dtype(np.float32)
 
 
@@ -246,6 +248,7 @@ class Segment:
     first: int  # step indices [first, last]
     last: int
     words: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    words_at: int = 0  # the words' address
     # (slot, table index, shape) of values made before the segment that it reads: written per run, checked
     reads: list[tuple[int, int, tuple[int, ...]]] = field(default_factory=list)
     # (slot, table index, shape) of graph outputs it computes: a new array per run
@@ -259,6 +262,36 @@ class Segment:
     ops: list[str] = field(default_factory=list)
 
 
+@dataclass
+class DirectRun:
+    """A graph that is one C segment, run with no Python at all: the worker writes each input's bytes at its
+    address, calls `fn` (wk_run_plan: a function-table index in wasm, `Module.wasmTable.get(fn)`, arguments
+    (words, BigInt(count), table)) and copies each output's bytes out at once; it returns 0 (BigInt in JS), else
+    the plan refused an instruction (never, by construction).  The input and output buffers are this object's
+    own, reused by every call: a caller must copy outputs out before the next call, and must not call it from
+    two threads.  Hold the object (and its executable) as long as the addresses are used."""
+
+    fn: int
+    words: int
+    count: int
+    table: int
+    inputs: dict[str, tuple[int, int]]  # name -> (address, bytes)
+    outputs: dict[str, tuple[int, int]]
+    keep: list[np.ndarray] = field(default_factory=list)
+    call: Callable[..., int] | None = None
+
+    def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The same call from Python (tests, CPython): inputs copied in, outputs copied out."""
+        arrays = {id(a): a for a in self.keep}
+        by_address = {a.__array_interface__["data"][0]: a for a in arrays.values()}
+        for name, (at, _) in self.inputs.items():
+            np.copyto(by_address[at], np.asarray(inputs[name], F32_DTYPE).reshape(by_address[at].shape))
+        assert self.call is not None
+        if self.call(self.words, self.count, self.table):
+            raise PlanError("plan: C refused an instruction")
+        return {name: by_address[at].copy() for name, (at, _) in self.outputs.items()}
+
+
 class CompiledPlan:
     """The C segments of an executable, its address table and the arrays the table points into."""
 
@@ -267,6 +300,7 @@ class CompiledPlan:
         self.keep: list[np.ndarray] = []  # every array whose address is in the table (held for the plan's life)
         self.addresses: list[int] = []
         self.table = np.zeros(0, np.int64)
+        self.table_at = 0  # its address
         self.buffer_bytes = 0  # the plan's own intermediates
         self.copy_out: set[int] = set()  # output slots that may alias the plan's buffers: copied per run
         self.fn: Callable[..., int] | None = None
@@ -281,6 +315,43 @@ class CompiledPlan:
         else:
             self.addresses.append(0)
         return len(self.addresses) - 1
+
+    def direct(self, n_steps: int, input_slots: dict[str, int], output_slots: dict[str, int],
+               shapes: dict[int, tuple[int, ...]]) -> DirectRun | None:
+        """What a worker needs to run the whole graph with one call and no Python (DirectRun), or None unless the
+        plan is one segment holding every step, reading only graph inputs and writing every output.  `shapes`:
+        slot -> shape of the graph's inputs and outputs."""
+        if len(self.segments) != 1 or self.steps_in_c != n_steps or self.fn is None:
+            return None
+        seg = self.segments[0]
+        fresh = {slot: (idx, shape) for slot, idx, shape in seg.fresh}
+        if set(fresh) != set(output_slots.values()) or len(fresh) != len(output_slots):
+            return None
+        ins = set(input_slots.values())
+        if any(slot not in ins for slot, _, _ in seg.reads) or any(src not in ins for _, src, _, _ in seg.views):
+            return None
+        table = self.table.copy()
+        keep: list[np.ndarray] = [table]
+        arrays: dict[int, np.ndarray] = {}
+        for slot in ins:
+            arrays[slot] = np.zeros(shapes[slot], F32_DTYPE)
+        for slot, idx, _ in seg.reads:
+            table[idx] = arrays[slot].__array_interface__["data"][0]
+        for _, src, _shape, idx in seg.views:
+            table[idx] = arrays[src].__array_interface__["data"][0]  # a reshape of a contiguous array: same bytes
+        for slot, (idx, shape) in fresh.items():
+            arrays[slot] = np.zeros(shape, F32_DTYPE)
+            table[idx] = arrays[slot].__array_interface__["data"][0]
+        keep += list(arrays.values())
+        fn = self.fn
+        address = ctypes.cast(fn, ctypes.c_void_p).value or 0
+
+        def where(slot: int) -> tuple[int, int]:
+            return arrays[slot].__array_interface__["data"][0], int(arrays[slot].nbytes)
+
+        return DirectRun(address, seg.words_at, int(seg.words.size), table.__array_interface__["data"][0],
+                         {name: where(s) for name, s in input_slots.items()},
+                         {name: where(s) for name, s in output_slots.items()}, keep + [seg.words], fn)
 
     @property
     def steps_in_c(self) -> int:
@@ -308,10 +379,8 @@ class CompiledPlan:
             if arr.shape != shape:
                 raise PlanError(f"plan: a value is {list(arr.shape)}, the plan expects {list(shape)}")
             tab[idx] = arr.__array_interface__["data"][0]
-        words = seg.words
-        if words.size:
-            assert self.fn is not None
-            bad = self.fn(words.__array_interface__["data"][0], words.size, tab.__array_interface__["data"][0])
+        if seg.words_at:
+            bad = self.fn(seg.words_at, seg.words.size, self.table_at)  # type: ignore[misc]
             if bad:
                 raise PlanError(f"plan: C refused instruction word {bad - 1}")
         for slot, arr in seg.publish:
@@ -334,6 +403,12 @@ def build_plan(prog: Program, release: Sequence[Sequence[int]], slot: dict[int, 
             forms.append(lower_node(node, prog))
         except PlanError:
             forms.append(None)
+    # a lone step on a small array gains nothing from the plan (one call either way, and its Python kernel may
+    # run NumPy below the C kernels' call cost): it stays Python
+    for s, form in enumerate(forms):
+        lone = (s == 0 or forms[s - 1] is None) and (s + 1 == len(forms) or forms[s + 1] is None)
+        if form is not None and lone and sum(math.prod(prog.shape(o)) for o in nodes[s].outputs) < SMALL:
+            forms[s] = None
     if not any(f is not None for f in forms):
         return None
     outputs = set(prog.outputs.values())
@@ -565,6 +640,9 @@ def build_plan(prog: Program, release: Sequence[Sequence[int]], slot: dict[int, 
         if o not in made_by_c and o not in pinned and any(find(m) == find(o) for m in in_pool):
             plan.copy_out.add(slot[o])
     plan.table = np.array(plan.addresses, np.int64)
+    plan.table_at = plan.table.__array_interface__["data"][0]
+    for seg in plan.segments:
+        seg.words_at = seg.words.__array_interface__["data"][0] if seg.words.size else 0
     plan.buffer_bytes = sum(int(p.nbytes) for p in pool)
     plan.fn = native.run_plan_fn()
     prog.note(f"plan: {plan.steps_in_c} of {n_nodes} steps in {len(plan.segments)} C segment(s), "

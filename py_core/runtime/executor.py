@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from py_core.compiler import CompiledPlan, CompileOptions, MemoryPlan, Program, Segment, build_plan, compile_graph
-from py_core.compiler.plan import PlanError
+from py_core.compiler.plan import DirectRun, PlanError
 from py_core.errors import LOG, OperationError, WebNNTypeError, internal_error
 from py_core.graph import Graph
 from py_core.kernels import KERNELS
@@ -107,6 +107,16 @@ class Executable:
         for oid, arr in prog.constants.items():
             self._template[slot[oid]] = arr
         self.constants = dict(prog.constants)
+
+    def direct(self) -> DirectRun | None:
+        """The whole graph as one C call with no Python (py_core.compiler.plan.DirectRun: addresses for the
+        worker's JavaScript), or None when some step runs in Python (or a graph input is not float32).  Each call
+        makes new input and output buffers: call it once per graph and keep the result."""
+        if self.plan is None or any(d.data_type.numpy_name != "float32" for d in self.input_descs.values()):
+            return None
+        shapes = {s: tuple(self.input_descs[n].shape) for n, s in self._inputs}
+        shapes.update({s: tuple(self.output_descs[n].shape) for n, s in self._outputs})
+        return self.plan.direct(len(self.steps), dict(self._inputs), dict(self._outputs), shapes)
 
     @property
     def weight_bytes(self) -> int:

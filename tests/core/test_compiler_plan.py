@@ -200,3 +200,26 @@ def test_binary_forms_cover_numpy_broadcasting_of_trailing_shapes() -> None:
         exe = compare(make, PLAN)
         assert c_steps(exe) == 2, (a_shape, b_shape)
     del rng
+
+
+@pytest.mark.parametrize("make", [mobilenet_block("nchw"), mobilenet_block("nhwc", 2), encoder_block],
+                         ids=["mobilenet-nchw", "mobilenet-nhwc", "encoder"])
+def test_a_whole_graph_runs_with_one_call_and_no_python(make) -> None:
+    exe = prepare(_build(make), PLAN)
+    direct = exe.direct()
+    assert direct is not None and direct.fn and direct.words and direct.table
+    assert set(direct.inputs) == set(exe.input_descs) and set(direct.outputs) == set(exe.output_descs)
+    for r in range(2):
+        feeds = random_inputs(exe, r)
+        want = exe.run(feeds)
+        got = direct.run(feeds)
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+
+
+def test_no_direct_run_with_python_steps() -> None:
+    def make(b):
+        x = b.input("x", {"dataType": "float32", "shape": [64, 64]})
+        return {"y": b.tanh(b.relu(b.add(x, x)))}  # tanh has no C form
+
+    assert prepare(_build(make), PLAN).direct() is None
