@@ -182,8 +182,18 @@ def _lower_matmul(k: PackedMatmul, x: tuple[int, ...], out: tuple[int, ...]) -> 
 
 def lower_node(node: Node, prog: Program) -> CForm | None:
     """The node's C form, or None (it stays a Python step): float32 single-output nodes only."""
-    if len(node.outputs) != 1 or prog.dtype(node.outputs[0]) != F32_DTYPE:
+    if any(prog.dtype(o) != F32_DTYPE for o in node.outputs) or not node.outputs:
         return None
+    if len(node.outputs) > 1:  # a multi-output reference kernel (split)
+        multi = cf.multi_form_of(node.op)
+        if multi is None or node.kernel is not None or node.epilogue:
+            return None
+        x = _single_input(node)
+        try:
+            return None if x is None else multi(node.options, {"input": prog.shape(x)},
+                                                [prog.shape(o) for o in node.outputs])
+        except (KeyError, TypeError, ValueError):
+            return None
     for ref in node.operands.values():
         if isinstance(ref, list) or (ref is not None and prog.dtype(ref) != F32_DTYPE):
             return None
@@ -547,13 +557,25 @@ def build_plan(prog: Program, release: Sequence[Sequence[int]], slot: dict[int, 
                 union(out, src)
             free_dead(s, node.input_ids() + [out])
             continue
-        # the output's buffer: a new array per run for a graph output, else the plan's own
+        # each output's buffer: a new array per run for a graph output, else the plan's own
+        e_outs = []
+        for extra in node.outputs[1:]:  # (multi-output forms are never in place)
+            made_by_c.add(extra)
+            shape = prog.shape(extra)
+            if extra in outputs:
+                e = plan.entry()
+                seg.fresh.append((slot[extra], e, shape))
+            else:
+                e = pool_entry[alloc(extra, math.prod(shape))]
+                in_pool.add(extra)
+            entry_of[extra] = e
+            e_outs.append(e)
         if out in outputs:
             e_out = plan.entry()
             seg.fresh.append((slot[out], e_out, out_shape))
         else:
             reuse = None
-            if form.in_place:  # element-wise: element j is read before it is written
+            if form.in_place and len(node.outputs) == 1:  # element-wise: element j is read before it is written
                 for i in node.input_ids():
                     r = find(i)
                     if (i in in_pool and group_last.get(r, -1) == s and len(buffer_of.get(r, ())) == 1
@@ -570,6 +592,7 @@ def build_plan(prog: Program, release: Sequence[Sequence[int]], slot: dict[int, 
             in_pool.add(out)
             e_out = pool_entry[b]
         entry_of[out] = e_out
+        e_outs.insert(0, e_out)
         for code, args in form.instrs:
             body: list[int] = []
             for a in args:
@@ -579,7 +602,7 @@ def build_plan(prog: Program, release: Sequence[Sequence[int]], slot: dict[int, 
                     body.append(_f32_word(a.value))
                 elif isinstance(a, Buf):
                     if a.kind == "out":
-                        body.append(e_out)
+                        body.append(e_outs[a.key or 0])
                     elif a.kind == "in":
                         ref = node.operands.get(a.key)
                         if not isinstance(ref, int):
@@ -599,7 +622,7 @@ def build_plan(prog: Program, release: Sequence[Sequence[int]], slot: dict[int, 
                     body.append(v)
             _check_bias(code, body)
             words += [code, len(body) + 2, *body]
-        free_dead(s, node.input_ids() + [out])
+        free_dead(s, node.input_ids() + list(node.outputs))
     if seg is not None:
         seg.words = np.array(words, np.int64)
         plan.segments.append(seg)

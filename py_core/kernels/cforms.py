@@ -24,7 +24,7 @@ Shape = tuple[int, ...]
 
 # opcodes and binary kinds of webnn_plan.c
 SGEMM, SGEMM_PACKED, CONV_NCHW, IM2COL_NHWC, DW_NHWC, DW_NCHW, BINARY, ACT, SIGMOID, ERF, LAYER_NORM, SOFTMAX, \
-    COPY, TRANSPOSE = range(1, 15)
+    COPY, TRANSPOSE, GATHER = range(1, 16)
 BINARY_KINDS = {np.add: 0, np.subtract: 1, np.multiply: 2, np.divide: 3}
 
 
@@ -196,6 +196,38 @@ def _transpose(options: Mapping[str, Any], shapes: Mapping[str, Shape | None], o
 FORMS.update({"transpose": _transpose, "sigmoid": _sigmoid, "erf": _erf, "softmax": _softmax,
               "layerNormalization": _layer_norm, "reshape": _reshape, "matmul": _matmul,
               "averagePool2d": _average_pool})
+
+
+def _split(options: Mapping[str, Any], shapes: Mapping[str, Shape | None], outs: list[Shape]) -> CForm | None:
+    """Each output a strided copy of its slab along the axis (the reference kernel copies too)."""
+    x = shapes["input"]
+    if x is None or len(x) > 6 or not outs:
+        return None
+    axis = options["axis"]
+    axis = axis + len(x) if axis < 0 else axis
+    if not 0 <= axis < len(x) or sum(o[axis] for o in outs) != x[axis]:
+        return None
+    strides = [math.prod(x[i + 1:]) for i in range(len(x))]
+    pad = 6 - len(x)
+    instrs: list[tuple[int, tuple[Arg, ...]]] = []
+    start = 0
+    for i, o in enumerate(outs):
+        if len(o) != len(x) or any(o[d] != x[d] for d in range(len(x)) if d != axis):
+            return None
+        if math.prod(o):
+            instrs.append((GATHER, (Buf("in", "input"), Buf("out", i), start * strides[axis], *([1] * pad), *o,
+                                    *([0] * pad), *strides)))
+        start += o[axis]
+    return CForm(instrs)
+
+
+MultiForm = Callable[[Mapping[str, Any], Mapping[str, Shape | None], list[Shape]], CForm | None]
+MULTI_FORMS: dict[str, MultiForm] = {"split": _split}
+
+
+def multi_form_of(op: str) -> MultiForm | None:
+    """The C form of a multi-output operator, or None."""
+    return MULTI_FORMS.get(op)
 
 
 def form_of(op: str) -> Form | None:

@@ -223,3 +223,17 @@ def test_no_direct_run_with_python_steps() -> None:
         return {"y": b.tanh(b.relu(b.add(x, x)))}  # tanh has no C form
 
     assert prepare(_build(make), PLAN).direct() is None
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_split_lowers_with_every_output(axis: int) -> None:
+    def make(b):
+        x = b.input("x", {"dataType": "float32", "shape": [4, 6, 8]})
+        y = b.relu(x)
+        size = [4, 6, 8][axis]
+        parts = b.split(y, [1, size - 3, 2], axis=axis)
+        return {"p0": b.add(parts[0], parts[0]), "p1": parts[1], "p2": b.mul(parts[2], parts[2])}
+
+    exe = compare(make, PLAN, runs=2)
+    assert c_steps(exe) == len(exe.steps) and len(segments(exe)) == 1
+    assert_results_survive(exe)

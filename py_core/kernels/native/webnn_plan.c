@@ -25,6 +25,7 @@
 #define PLAN_SOFTMAX 12     /* x y rows n */
 #define PLAN_COPY 13        /* x y count */
 #define PLAN_TRANSPOSE 14   /* x y d0..d5 s0..s5: y in order, y[i0..i5] = x[sum ik * sk] (6 axes, leading ones) */
+#define PLAN_GATHER 15      /* x y offset d0..d5 s0..s5: the same from x + offset (a slab of split) */
 
 #define BIN_ADD 0
 #define BIN_SUB 1
@@ -186,6 +187,9 @@ EXPORT i64 wk_run_plan(const i64 *words, i64 n, const i64 *tab) {
         break;
       case PLAN_TRANSPOSE:
         plan_transpose(P(2), P(3), w + 4, w + 10);
+        break;
+      case PLAN_GATHER:
+        plan_transpose(P(2) + I(4), P(3), w + 5, w + 11);
         break;
       default:
         return at + 1;
