@@ -103,6 +103,8 @@ class Executable:
             copy_out |= self.plan.copy_out
             self.notes.append(prog.notes[-1])
         self._copy_out = frozenset(copy_out)
+        one = self._items[0] if len(self._items) == 1 else None
+        self._one_segment: Segment | None = one if isinstance(one, Segment) else None
         self._template: list[Any] = [None] * len(slot)
         for oid, arr in prog.constants.items():
             self._template[slot[oid]] = arr
@@ -135,6 +137,12 @@ class Executable:
         vals = self._template.copy()
         for name, s in self._inputs:
             vals[s] = inputs[name]
+        if self._one_segment is not None:  # the whole graph in one C call: no NumPy arithmetic to guard
+            try:
+                self.plan.run_segment(self._one_segment, vals)  # type: ignore[union-attr]
+            except Exception as e:
+                raise internal_error("compiled plan: " + ", ".join(self._one_segment.ops[:4]), e) from e
+            return {name: (vals[s].copy() if s in self._copy_out else vals[s]) for name, s in self._outputs}
         # integer division by zero, overflow and NaN-producing math are defined by the data, not errors
         with np.errstate(all="ignore"):
             for step in self._items:
