@@ -72,6 +72,8 @@ def _posts(epilogue: Sequence[Any], used: int, shape: tuple[int, ...]) -> list[t
         if e.native is not None:
             act, lo, hi = e.native
             out.append((cf.ACT, (OUT, OUT, count, act, F32(lo), F32(hi))))
+        elif e.ufunc is None and (unary := _unary_in_place(e.op, shape)) is not None:  # e.g. sigmoid
+            out.append(unary)
         elif e.ufunc in cf.BINARY_KINDS and e.constant is not None and e.constant.dtype == F32_DTYPE:
             c = e.constant
             period = cf.period(tuple(c.shape), shape)
@@ -81,6 +83,19 @@ def _posts(epilogue: Sequence[Any], used: int, shape: tuple[int, ...]) -> list[t
         else:
             return None
     return out
+
+
+def _unary_in_place(op: str, shape: tuple[int, ...]) -> tuple[int, tuple[Arg, ...]] | None:
+    """An option-free unary operator's C form run in place on the output (an epilogue step), or None."""
+    form = form_of(op)
+    try:
+        lowered = None if form is None else form({}, {"input": shape}, shape)
+    except (KeyError, TypeError, ValueError):
+        return None
+    if lowered is None or not lowered.in_place or len(lowered.instrs) != 1:
+        return None
+    code, args = lowered.instrs[0]
+    return code, tuple(OUT if a == Buf("in", "input") else a for a in args)
 
 
 def _lower_conv(k: PackedConv2d, x: tuple[int, ...]) -> CForm | None:

@@ -237,3 +237,14 @@ def test_split_lowers_with_every_output(axis: int) -> None:
     exe = compare(make, PLAN, runs=2)
     assert c_steps(exe) == len(exe.steps) and len(segments(exe)) == 1
     assert_results_survive(exe)
+
+
+def test_unary_epilogues_and_in_place_steps_with_options_lower() -> None:
+    def make(b):
+        x = b.input("x", {"dataType": "float32", "shape": [1, 8, 16, 16]})
+        y = b.sigmoid(b.conv2d(x, const(b, (8, 8, 1, 1)), bias=const(b, (8,), seed=2)))  # sigmoid: an epilogue
+        z = b.clamp(b.mul(y, y), minValue=0.1, maxValue=0.6)  # clamp in place, its options kept for the plan
+        return {"z": b.add(z, y)}
+
+    exe = compare(make, PLAN, runs=2)
+    assert c_steps(exe) == len(exe.steps) and len(segments(exe)) == 1, [s.op for s in exe.steps]
