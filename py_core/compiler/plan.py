@@ -210,8 +210,9 @@ def lower_node(node: Node, prog: Program) -> CForm | None:
         except (KeyError, TypeError, ValueError):
             return None
     for ref in node.operands.values():
-        if isinstance(ref, list) or (ref is not None and prog.dtype(ref) != F32_DTYPE):
-            return None
+        for r in (ref if isinstance(ref, list) else [ref]):
+            if r is not None and prog.dtype(r) != F32_DTYPE:
+                return None
     out = prog.shape(node.outputs[0])
     if isinstance(node.kernel, PackedConv2d):
         x = _single_input(node)
@@ -233,7 +234,8 @@ def lower_node(node: Node, prog: Program) -> CForm | None:
     form = form_of(node.op)
     if form is None:
         return None
-    shapes = {name: (None if ref is None else prog.shape(ref)) for name, ref in node.operands.items()}
+    shapes: dict[str, Any] = {name: (None if ref is None else [prog.shape(r) for r in ref] if isinstance(ref, list)
+                                     else prog.shape(ref)) for name, ref in node.operands.items()}
     try:
         lowered = form(options, shapes, out)
     except (KeyError, TypeError, ValueError):  # an option the form does not know: keep the Python step
@@ -619,7 +621,11 @@ def build_plan(prog: Program, release: Sequence[Sequence[int]], slot: dict[int, 
                     if a.kind == "out":
                         body.append(e_outs[a.key or 0])
                     elif a.kind == "in":
-                        ref = node.operands.get(a.key)
+                        if isinstance(a.key, tuple):  # one of a list operand's arrays
+                            refs = node.operands.get(a.key[0])
+                            ref = refs[a.key[1]] if isinstance(refs, list) and a.key[1] < len(refs) else None
+                        else:
+                            ref = node.operands.get(a.key)
                         if not isinstance(ref, int):
                             raise PlanError(f"plan: {node.op} has no operand {a.key}")
                         body.append(value_entry(ref))

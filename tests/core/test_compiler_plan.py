@@ -248,3 +248,16 @@ def test_unary_epilogues_and_in_place_steps_with_options_lower() -> None:
 
     exe = compare(make, PLAN, runs=2)
     assert c_steps(exe) == len(exe.steps) and len(segments(exe)) == 1, [s.op for s in exe.steps]
+
+
+def test_concat_and_constant_pad_lower() -> None:
+    def make(b):
+        x = b.input("x", {"dataType": "float32", "shape": [1, 3, 5, 4]})
+        y = b.relu(x)
+        p = b.pad(y, [0, 1, 2, 0], [0, 0, 1, 3], value=-1.5)
+        c = b.concat([y, b.mul(y, y), y], 1)
+        return {"p": b.add(p, p), "c": b.sub(c, c), "cat": b.concat([b.relu(y), const(b, (1, 3, 5, 2))], 3)}
+
+    exe = compare(make, PLAN, runs=2)
+    assert c_steps(exe) == len(exe.steps) and len(segments(exe)) == 1, [s.op for s in exe.steps]
+    assert_results_survive(exe)
