@@ -386,49 +386,120 @@ typedef struct {
   const float *x;
 } conv_geometry;
 
+#if defined(__clang__)
+#define EVEN_LANES(a, b) __builtin_shufflevector((a), (b), 0, 2, 4, 6)
+#define ODD_LANES(a, b) __builtin_shufflevector((a), (b), 1, 3, 5, 7)
+#else
+#define EVEN_LANES(a, b) __builtin_shuffle((a), (b), (v4i){0, 2, 4, 6})
+#define ODD_LANES(a, b) __builtin_shuffle((a), (b), (v4i){1, 3, 5, 7})
+#endif
+
+/* dst[0, len) = row[iw0 + q * sw] where that column is inside [0, W), else 0 (row NULL: all zeros) */
+static inline void gather_segment(float *dst, const float *row, i64 iw0, i64 sw, i64 len, i64 W) {
+  if (!row) {
+    for (i64 q = 0; q < len; q++) dst[q] = 0.0f;
+    return;
+  }
+  if (sw == 2) {
+    /* vectors where every column read (iw0 + 2q .. iw0 + 2q + 7) is inside the row, the rest one at a time */
+    i64 v0 = iw0 >= 0 ? 0 : (1 - iw0) / 2, q = 0;
+    for (; q < len && q < v0; q++) {
+      i64 iw = iw0 + 2 * q;
+      dst[q] = iw >= 0 && iw < W ? row[iw] : 0.0f;
+    }
+    for (; q + 4 <= len && iw0 + 2 * q + 8 <= W; q += 4) {
+      const float *src = row + iw0 + 2 * q;
+      st(dst + q, EVEN_LANES(ld(src), ld(src + 4)));
+    }
+    for (; q < len; q++) {
+      i64 iw = iw0 + 2 * q;
+      dst[q] = iw >= 0 && iw < W ? row[iw] : 0.0f;
+    }
+    return;
+  }
+  if (sw != 1) {
+    for (i64 q = 0; q < len; q++) {
+      i64 iw = iw0 + q * sw;
+      dst[q] = iw >= 0 && iw < W ? row[iw] : 0.0f;
+    }
+    return;
+  }
+  /* stride 1: zeros before column 0, the run inside the row, zeros after column W - 1 */
+  i64 lo = -iw0 < 0 ? 0 : -iw0 > len ? len : -iw0;
+  i64 hi = W - iw0 < lo ? lo : W - iw0 > len ? len : W - iw0;
+  i64 q = 0;
+  for (; q < lo; q++) dst[q] = 0.0f;
+  if (hi - lo >= 4) {
+    const float *src = row + iw0;
+    for (; q + 4 <= hi; q += 4) st(dst + q, ld(src + q));
+    if (q < hi) st(dst + hi - 4, ld(src + hi - 4)); /* overlapping: the same values again */
+    q = hi;
+  }
+  for (; q < hi; q++) dst[q] = row[iw0 + q];
+  for (; q < len; q++) dst[q] = 0.0f;
+}
+
+#define FAST_TAPS 64 /* windows up to 8 x 8 get the per-tap fast path below */
+
 static void pack_conv_block(const conv_geometry *g, i64 k0, i64 kc, i64 n0, i64 n, float *out) {
+  const i64 ntaps = g->KH * g->KW;
   for (i64 p = 0; p < n; p += PANEL) {
     i64 w = n - p < PANEL ? n - p : PANEL;
-    i64 oh0 = (n0 + p) / g->OW, ow0 = (n0 + p) % g->OW;
-    int one_row = ow0 + w <= g->OW; /* the panel's columns are outputs of one row */
-    i64 c = k0 / (g->KH * g->KW), i = (k0 / g->KW) % g->KH, j = k0 % g->KW;
+    /* the panel's columns as runs along output rows: run s is columns [sq[s], sq[s] + sl[s]) = outputs
+     * (soh[s], sow[s] ...); the columns past w are zeros */
+    i64 sq[PANEL + 1], sl[PANEL + 1], soh[PANEL + 1], sow[PANEL + 1];
+    int ns = 0;
+    for (i64 q = 0, oh = (n0 + p) / g->OW, ow = (n0 + p) % g->OW; q < w; ns++) {
+      i64 len = g->OW - ow < w - q ? g->OW - ow : w - q;
+      sq[ns] = q; sl[ns] = len; soh[ns] = oh; sow[ns] = ow;
+      q += len; ow = 0; oh++;
+    }
+    /* taps whose 16 columns are one run inside the input (every read in bounds, the extra column a stride-2
+     * vector reads included): their offset in a channel plane, the same for every channel */
+    i64 off[FAST_TAPS];
+    unsigned char fast[FAST_TAPS];
+    for (i64 tap = 0; tap < ntaps && tap < FAST_TAPS; tap++) {
+      i64 ih = soh[0] * g->sh - g->pt + (tap / g->KW) * g->dh;
+      i64 iw0 = sow[0] * g->sw - g->pl + (tap % g->KW) * g->dw;
+      i64 span = g->sw == 1 ? PANEL : 2 * PANEL;
+      fast[tap] = ns == 1 && w == PANEL && (g->sw == 1 || g->sw == 2) && ih >= 0 && ih < g->H && iw0 >= 0 &&
+                  iw0 + span <= g->W;
+      off[tap] = fast[tap] ? ih * g->W + iw0 : 0;
+    }
+    i64 c = k0 / ntaps, tap = k0 % ntaps;
     for (i64 t = 0; t < kc; t++) {
       float *dst = out + t * PANEL;
       const float *plane = g->x + c * g->H * g->W;
-      if (one_row) {
-        i64 ih = oh0 * g->sh - g->pt + i * g->dh;
-        i64 iw0 = ow0 * g->sw - g->pl + j * g->dw;
-        if (ih < 0 || ih >= g->H) {
-          for (int q = 0; q < PANEL; q++) dst[q] = 0.0f;
-        } else if (g->sw == 1 && w == PANEL && iw0 >= 0 && iw0 + PANEL <= g->W) {
-          const float *src = plane + ih * g->W + iw0;
+      if (tap < FAST_TAPS && fast[tap]) {
+        const float *src = plane + off[tap];
+        if (g->sw == 1) {
           for (int v = 0; v < PV; v++) st(dst + 4 * v, ld(src + 4 * v));
         } else {
-          const float *src = plane + ih * g->W;
-          for (i64 q = 0; q < PANEL; q++) {
-            i64 iw = iw0 + q * g->sw;
-            dst[q] = q < w && iw >= 0 && iw < g->W ? src[iw] : 0.0f;
-          }
+          for (int v = 0; v < PV; v++) st(dst + 4 * v, EVEN_LANES(ld(src + 8 * v), ld(src + 8 * v + 4)));
         }
       } else {
-        i64 oh = oh0, ow = ow0;
-        for (i64 q = 0; q < PANEL; q++) {
-          float v = 0.0f;
-          if (q < w) {
-            i64 ih = oh * g->sh - g->pt + i * g->dh, iw = ow * g->sw - g->pl + j * g->dw;
-            if (ih >= 0 && ih < g->H && iw >= 0 && iw < g->W) v = plane[ih * g->W + iw];
-            if (++ow == g->OW) { ow = 0; oh++; }
-          }
-          dst[q] = v;
+        i64 i = tap / g->KW, j = tap % g->KW;
+        for (int s = 0; s < ns; s++) {
+          i64 ih = soh[s] * g->sh - g->pt + i * g->dh;
+          const float *row = ih >= 0 && ih < g->H ? plane + ih * g->W : 0;
+          gather_segment(dst + sq[s], row, sow[s] * g->sw - g->pl + j * g->dw, g->sw, sl[s], g->W);
         }
+        for (i64 q = w; q < PANEL; q++) dst[q] = 0.0f;
       }
-      if (++j == g->KW) {
-        j = 0;
-        if (++i == g->KH) { i = 0; c++; }
+      if (++tap == ntaps) {
+        tap = 0;
+        c++;
       }
     }
     out += kc * PANEL;
   }
+}
+
+/* blocks of at most max rows, all of about the same size (576 = 3 x 192, not 256 + 256 + 64): a short last
+ * block pays the accumulators' load and store for few steps */
+static inline i64 even_block(i64 K, i64 max) {
+  i64 blocks = (K + max - 1) / max;
+  return (K + blocks - 1) / blocks;
 }
 
 /* the work buffer wk_conv_nchw needs (floats): one packed block */
@@ -442,10 +513,11 @@ EXPORT void wk_conv_nchw(i64 C, i64 H, i64 W, const float *x, i64 KH, i64 KW, i6
   conv_geometry g = {C, H, W, KH, KW, sh, sw, dh, dw, pt, pl, OH, OW, x};
   epilogue e = {bias, bias ? BIAS_PER_ROW : BIAS_NONE, act, lo, hi};
   i64 K = C * KH * KW, N = OH * OW;
+  i64 kb = even_block(K, KC);
   for (i64 n0 = 0; n0 < N; n0 += NC) {
     i64 n = N - n0 < NC ? N - n0 : NC;
-    for (i64 k0 = 0; k0 < K; k0 += KC) {
-      i64 kc = K - k0 < KC ? K - k0 : KC;
+    for (i64 k0 = 0; k0 < K; k0 += kb) {
+      i64 kc = K - k0 < kb ? K - k0 : kb;
       pack_conv_block(&g, k0, kc, n0, n, work);
       gemm_block(0, O, n0, n, k0, kc, w, K, 1, work, y, N, k0 == 0, k0 + kc >= K, &e);
     }
@@ -570,13 +642,6 @@ EXPORT void wk_depthwise_nhwc(i64 N, i64 H, i64 W, i64 C, const float *x, i64 KH
       }
 }
 
-#if defined(__clang__)
-#define EVEN_LANES(a, b) __builtin_shufflevector((a), (b), 0, 2, 4, 6)
-#define ODD_LANES(a, b) __builtin_shufflevector((a), (b), 1, 3, 5, 7)
-#else
-#define EVEN_LANES(a, b) __builtin_shuffle((a), (b), (v4i){0, 2, 4, 6})
-#define ODD_LANES(a, b) __builtin_shuffle((a), (b), (v4i){1, 3, 5, 7})
-#endif
 
 /* four outputs' inputs along a row: p[0], p[s], p[2s], p[3s] (stride 2 reads p[0..7]) */
 static inline v4 ld_strided(const float *p, i64 s) {
@@ -651,6 +716,28 @@ static inline __attribute__((always_inline)) void dw3x3_row(float *row, const fl
   if (ow < OW) st(row + OW - 4, act4(dw3x3_vec(r0, r1, r2, OW - 4, sw, wh, t) + vb, act, lo, hi));
 }
 
+/* two output rows (the second from input rows s0..s2) of at least 8 columns: four independent sums per step,
+ * each in the same (i, j) order as dw3x3_vec */
+static inline __attribute__((always_inline)) void dw3x3_row2(float *row, const float *r0, const float *r1,
+                                                             const float *r2, const float *s0, const float *s1,
+                                                             const float *s2, i64 OW, i64 sw, i64 wh,
+                                                             const v4 *t, float b, int act, float lo, float hi) {
+  v4 vb = splat(b);
+  for (i64 ow = 0;;) {
+    if (ow + 8 > OW) ow = OW - 8; /* the last step overlaps the previous one: the same values again */
+    v4 a0 = dw3x3_vec(r0, r1, r2, ow, sw, wh, t);
+    v4 a1 = dw3x3_vec(r0, r1, r2, ow + 4, sw, wh, t);
+    v4 c0 = dw3x3_vec(s0, s1, s2, ow, sw, wh, t);
+    v4 c1 = dw3x3_vec(s0, s1, s2, ow + 4, sw, wh, t);
+    st(row + ow, act4(a0 + vb, act, lo, hi));
+    st(row + ow + 4, act4(a1 + vb, act, lo, hi));
+    st(row + OW + ow, act4(c0 + vb, act, lo, hi));
+    st(row + OW + ow + 4, act4(c1 + vb, act, lo, hi));
+    if (ow + 8 >= OW) break;
+    ow += 8;
+  }
+}
+
 static inline int finite9(const float *t) {
   for (int k = 0; k < 9; k++)
     if (!(t[k] - t[k] == 0.0f)) return 0; /* inf - inf and NaN - NaN are NaN */
@@ -675,17 +762,21 @@ static void dw3x3_plane(const float *plane, i64 H, i64 W, const float *taps, flo
     if (sw == 2) {
       /* stride 2: the even padded columns, then the odd ones (Wp is even), so that every tap of four
        * outputs is one contiguous load instead of two loads and a shuffle */
-      i64 Wh = Wp / 2;
+      i64 Wh = Wp / 2, h = 0;
       float *ev = dst, *od = dst + Wh;
-      for (i64 h = 0; h < Wh; h++) {
+      /* one at a time up to the first even column inside the input, then vectors of eight columns while all
+       * are inside, then one at a time again */
+      for (; h < Wh && 2 * h < q0; h++) {
+        ev[h] = 0.0f;
+        od[h] = 2 * h + 1 >= q0 && 2 * h + 1 < q1 ? src[2 * h + 1 - pl] : 0.0f;
+      }
+      for (; h + 4 <= Wh && 2 * h + 8 <= q1; h += 4) {
+        v4 a = ld(src + (2 * h - pl)), c = ld(src + (2 * h - pl) + 4);
+        st(ev + h, EVEN_LANES(a, c));
+        st(od + h, ODD_LANES(a, c));
+      }
+      for (; h < Wh; h++) {
         i64 q = 2 * h;
-        if (q >= q0 && q + 8 <= q1 && h + 4 <= Wh) {
-          v4 a = ld(src + (q - pl)), c = ld(src + (q - pl) + 4);
-          st(ev + h, EVEN_LANES(a, c));
-          st(od + h, ODD_LANES(a, c));
-          h += 3;
-          continue;
-        }
         ev[h] = q >= q0 && q < q1 ? src[q - pl] : 0.0f;
         od[h] = q + 1 >= q0 && q + 1 < q1 ? src[q + 1 - pl] : 0.0f;
       }
@@ -699,7 +790,21 @@ static void dw3x3_plane(const float *plane, i64 H, i64 W, const float *taps, flo
   }
   v4 t[9];
   for (int k = 0; k < 9; k++) t[k] = splat(taps[k]);
-  for (i64 oh = 0; oh < OH; oh++) {
+  i64 oh = 0;
+  if (OW >= 8)
+    for (; oh + 2 <= OH; oh += 2) {
+      const float *r0 = P + oh * sh * Wp, *r1 = r0 + Wp, *r2 = r1 + Wp;
+      const float *s0 = r0 + sh * Wp, *s1 = s0 + Wp, *s2 = s1 + Wp;
+      if (sw == 1 && sh == 1)
+        dw3x3_row2(out + oh * OW, r0, r1, r2, r1, r2, r2 + Wp, OW, 1, Wp / 2, t, b, act, lo, hi);
+      else if (sw == 1)
+        dw3x3_row2(out + oh * OW, r0, r1, r2, s0, s1, s2, OW, 1, Wp / 2, t, b, act, lo, hi);
+      else if (sh == 2)
+        dw3x3_row2(out + oh * OW, r0, r1, r2, r2, r2 + Wp, r2 + 2 * Wp, OW, 2, Wp / 2, t, b, act, lo, hi);
+      else
+        dw3x3_row2(out + oh * OW, r0, r1, r2, s0, s1, s2, OW, 2, Wp / 2, t, b, act, lo, hi);
+    }
+  for (; oh < OH; oh++) {
     const float *r0 = P + oh * sh * Wp, *r1 = r0 + Wp, *r2 = r1 + Wp;
     if (sw == 1)
       dw3x3_row(out + oh * OW, r0, r1, r2, OW, 1, Wp / 2, t, taps, b, act, lo, hi);
