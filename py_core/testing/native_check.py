@@ -303,7 +303,7 @@ def sigmoid_case(rng: np.random.Generator, size: int, scale: float) -> tuple[flo
 def activation_case(rng: np.random.Generator, act: int, lo: float, hi: float) -> tuple[float, float]:
     """(error, tolerance) of the standalone element-wise activation, odd lengths and edge values included."""
     x = (rng.standard_normal(1003) * 8).astype(np.float32)
-    x[:5] = [np.inf, -np.inf, -0.0, lo, hi]
+    x[:6] = [np.inf, -np.inf, -0.0, lo, hi, np.nan]  # NaN passes through clamp (pmax/pmin in wasm)
     with np.errstate(invalid="ignore"):
         got = native.activation(x, act, lo, hi)
         want = act_ref(x.astype(np.float64), act, lo, hi)

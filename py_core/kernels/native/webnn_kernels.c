@@ -43,16 +43,34 @@ static inline v4 zero4(void) { return (v4){0.0f, 0.0f, 0.0f, 0.0f}; }
 /* where mask lanes are set take b, else a (mask from a vector comparison: all ones or zero) */
 static inline v4 blend(v4 a, v4 b, v4i mask) { return (v4)(((v4i)a & ~mask) | ((v4i)b & mask)); }
 
+/* v < lo ? lo : v and v > hi ? hi : v, lane by lane: in wasm f32x4.pmax(v, lo) and f32x4.pmin(v, hi), whose
+ * definitions are exactly these (one maxps / minps on x86, where a comparison and a bitselect took four) */
+static inline v4 raise_to(v4 v, v4 lo) {
+#if defined(__wasm_simd128__)
+  return __builtin_wasm_pmax_f32x4(v, lo);
+#else
+  return blend(v, lo, v < lo);
+#endif
+}
+
+static inline v4 lower_to(v4 v, v4 hi) {
+#if defined(__wasm_simd128__)
+  return __builtin_wasm_pmin_f32x4(v, hi);
+#else
+  return blend(v, hi, v > hi);
+#endif
+}
+
 /* NaN compares false, so NaN passes through clamp unchanged, as np.copyto(y, lo, where=y < lo) does */
 static inline v4 act4(v4 v, int act, float lo, float hi) {
   if (act == ACT_CLAMP) {
-    v = blend(v, splat(lo), v < splat(lo));
-    v = blend(v, splat(hi), v > splat(hi));
+    v = raise_to(v, splat(lo));
+    v = lower_to(v, splat(hi));
   } else if (act == ACT_HARD_SWISH) {
     /* x * min(max(x + 3, 0), 6) / 6 in the reference's order */
     v4 t = v + splat(3.0f);
-    t = blend(t, zero4(), t < zero4());
-    t = blend(t, splat(6.0f), t > splat(6.0f));
+    t = raise_to(t, zero4());
+    t = lower_to(t, splat(6.0f));
     v = v * t;
     v = v / splat(6.0f);
   }
