@@ -285,6 +285,15 @@ static void pack_b_block(i64 kc, i64 n, const float *b, i64 ldb, float *out) {
   }
 }
 
+/* the micro-kernels' store of a full tile: acc + bias (BIAS, an expression of r and v), then the clamp or not */
+#define CLAMP_V(x) lower_to(raise_to((x), lo), hi)
+#define PLAIN_V(x) (x)
+#define STORE_TILE(MR_, NV_, BIAS, ACT)                                                                     \
+  do {                                                                                                      \
+    for (int r = 0; r < MR_; r++)                                                                           \
+      for (int v = 0; v < NV_; v++) st(c + r * ldc + 4 * v, ACT(acc[r][v] + (BIAS)));                        \
+  } while (0)
+
 /* MR rows x 4 NV columns of C from a K block: acc = (first ? 0 : C) + A[rows, k0:k0+kc] panel (the panel's
  * first 4 NV columns: NV < PV for a last panel of few columns, e.g. 49 = 3 x 16 + 1) */
 #define DEF_MICRO_(MR, NV)                                                                                  \
@@ -314,7 +323,17 @@ static void pack_b_block(i64 kc, i64 n, const float *b, i64 ldb, float *out) {
       }                                                                                                     \
       bp += PANEL;                                                                                          \
     }                                                                                                       \
-    if (ncols == 4 * NV) {                                                                                  \
+    if (ncols == 4 * NV && last && e->act != ACT_HARD_SWISH) {                                              \
+      /* the full tile's store with its bias and clamp branches taken once, not per vector (small K: 10-15%) */ \
+      const v4 lo = splat(e->lo), hi = splat(e->hi);                                                        \
+      const int clamp = e->act == ACT_CLAMP;                                                                \
+      if (e->bias_mode == BIAS_PER_ROW && clamp) STORE_TILE(MR, NV, splat(e->bias[i + r]), CLAMP_V);        \
+      else if (e->bias_mode == BIAS_PER_ROW) STORE_TILE(MR, NV, splat(e->bias[i + r]), PLAIN_V);            \
+      else if (e->bias_mode == BIAS_PER_COL && clamp) STORE_TILE(MR, NV, ld(e->bias + j + 4 * v), CLAMP_V); \
+      else if (e->bias_mode == BIAS_PER_COL) STORE_TILE(MR, NV, ld(e->bias + j + 4 * v), PLAIN_V);          \
+      else if (clamp) STORE_TILE(MR, NV, zero4(), CLAMP_V);                                                 \
+      else STORE_TILE(MR, NV, zero4(), PLAIN_V);                                                            \
+    } else if (ncols == 4 * NV) {                                                                           \
       for (int r = 0; r < MR; r++)                                                                          \
         for (int v = 0; v < NV; v++)                                                                        \
           if (last) out4(e, c + r * ldc + 4 * v, i + r, j + 4 * v, acc[r][v]);                              \
