@@ -126,8 +126,10 @@ def depthwise_case(rng: np.random.Generator, case: tuple[Any, ...], layout: str)
         out_shape: tuple[int, ...] = (n, want.shape[2], want.shape[3], c)
     else:
         xin, taps, out_shape = x, np.ascontiguousarray(filt[:, 0]), want.shape
+    # the padded-plane buffer starts as NaN: the kernel must write every zero it reads (it zeroes once per call)
+    size = native.depthwise_work_size(kh, kw, strides, dil, *out_shape[2:]) if layout == "nchw" else 0
     got = native.depthwise(xin, taps, layout, strides, dil, (pad[0], pad[2]), out_shape, bias,
-                           native.ACT_CLAMP, 0.0, 6.0)
+                           native.ACT_CLAMP, 0.0, 6.0, work=np.full(size, np.nan, np.float32) if size else None)
     if layout == "nhwc":
         got = got.transpose(0, 3, 1, 2)
     return error(got, want), tolerance(kh * kw)

@@ -784,11 +784,29 @@ static inline int finite9(const float *t) {
 /* the zero-padded copy of the input a 3x3 depthwise plane reads: wk_depthwise_nchw_work floats */
 EXPORT i64 wk_depthwise_nchw_work(i64 OH, i64 OW, i64 sh, i64 sw) { return ((OH - 1) * sh + 3) * ((OW - 1) * sw + 4); }
 
+/* P: the padded plane (Hp x Wp); zeroed: P already holds the zeros of an earlier plane of the same call (stride 1
+ * writes only the input's positions, the same for every plane, so its padding stays zero) */
 static void dw3x3_plane(const float *plane, i64 H, i64 W, const float *taps, float b, i64 sh, i64 sw, i64 pt,
-                        i64 pl, i64 OH, i64 OW, float *out, int act, float lo, float hi, float *P) {
+                        i64 pl, i64 OH, i64 OW, float *out, int act, float lo, float hi, float *P, int zeroed) {
   i64 Hp = (OH - 1) * sh + 3, Wp = (OW - 1) * sw + 4;
   i64 q0 = pl < Wp ? pl : Wp, q1 = pl + W < Wp ? pl + W : Wp; /* the columns inside the input: [q0, q1) */
-  for (i64 r = 0; r < Hp; r++) {
+  if (sw == 1) {
+    if (!zeroed)
+      for (i64 q = 0; q < Hp * Wp; q++) P[q] = 0.0f;
+    i64 len = q1 - q0, r1 = pt + H < Hp ? pt + H : Hp;
+    for (i64 r = pt; r < r1; r++) { /* input row r - pt into padded columns [q0, q1) */
+      const float *src = plane + (r - pt) * W + (q0 - pl);
+      float *dst = P + r * Wp + q0;
+      if (len >= 4) {
+        i64 q = 0;
+        for (; q + 4 <= len; q += 4) st(dst + q, ld(src + q));
+        if (q < len) st(dst + len - 4, ld(src + len - 4)); /* overlapping: the same values again */
+      } else {
+        for (i64 q = 0; q < len; q++) dst[q] = src[q];
+      }
+    }
+  }
+  for (i64 r = 0; r < Hp && sw != 1; r++) {
     float *dst = P + r * Wp;
     i64 ih = r - pt;
     if (ih < 0 || ih >= H) {
@@ -864,14 +882,16 @@ EXPORT void wk_depthwise_nchw(i64 N, i64 C, i64 H, i64 W, const float *x, i64 KH
   i64 v_lo = (pl + sw - 1) / sw;
   i64 last_read = (KW - 1) * dw - pl + (sw == 2 ? 1 : 0); /* + (ow + 3) * sw <= W - 1 */
   i64 v_hi = (W - 1 - last_read) >= 0 ? (W - 1 - last_read) / sw - 3 : -1; /* last vector start, inclusive */
-  int fast = work && KH == 3 && KW == 3 && dh == 1 && dw == 1 && sw <= 2;
+  int fast = work && KH == 3 && KW == 3 && dh == 1 && dw == 1 && sw <= 2, zeroed = 0;
   for (i64 n = 0; n < N; n++)
     for (i64 c = 0; c < C; c++) {
       const float *plane = x + (n * C + c) * H * W;
       const float *taps = w + c * KH * KW;
       float b = bias ? bias[c] : 0.0f;
       if (fast && finite9(taps)) {
-        dw3x3_plane(plane, H, W, taps, b, sh, sw, pt, pl, OH, OW, y + (n * C + c) * OH * OW, act, lo, hi, work);
+        dw3x3_plane(plane, H, W, taps, b, sh, sw, pt, pl, OH, OW, y + (n * C + c) * OH * OW, act, lo, hi, work,
+                    zeroed);
+        zeroed = 1;
         continue;
       }
       for (i64 oh = 0; oh < OH; oh++) {
