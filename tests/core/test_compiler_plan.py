@@ -261,3 +261,28 @@ def test_concat_and_constant_pad_lower() -> None:
     exe = compare(make, PLAN, runs=2)
     assert c_steps(exe) == len(exe.steps) and len(segments(exe)) == 1, [s.op for s in exe.steps]
     assert_results_survive(exe)
+
+
+def test_wpt_passes_the_same_with_every_c_form_lowered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The WPT conformance vectors as an oracle for every C form: lone small steps lowered too (they stay Python
+    by default), and the pass list equals the one without the plan."""
+    from helpers import wpt_dir
+
+    import py_core.compiler.plan as plan_module
+    from py_core.testing import wpt
+
+    lowered = []
+    build = plan_module.build_plan
+
+    def counting(*args, **kwargs):
+        p = build(*args, **kwargs)
+        lowered.append(0 if p is None else p.steps_in_c)
+        return p
+
+    monkeypatch.setattr("py_core.runtime.executor.build_plan", counting)
+    monkeypatch.setattr(plan_module, "SMALL", 0)
+    with_plan = {r.id: r.status for r in wpt.run_dir(wpt_dir())}
+    monkeypatch.setenv("PYODIDE_WEBNN_PLAN", "0")
+    without = {r.id: r.status for r in wpt.run_dir(wpt_dir())}
+    assert with_plan == without
+    assert sum(1 for n in lowered if n) > 100, sum(1 for n in lowered if n)  # the cases the C forms run (139)
