@@ -93,6 +93,22 @@ def _binary(fn: np.ufunc) -> Form:
 
 for _op, _fn in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("div", np.divide)):
     FORMS[_op] = _binary(_fn)
+PRELU = 4  # webnn_plan.c's BIN_PRELU
+
+
+def _prelu(options: Mapping[str, Any], shapes: Mapping[str, Shape | None], out: Shape) -> CForm | None:
+    """input < 0 ? input * slope : input, as the reference's np.where (the slope broadcast like a binary's)."""
+    x, s = shapes["input"], shapes["slope"]
+    count = math.prod(out)
+    if x is None or s is None or count == 0:
+        return None
+    px, ps = period(x, out), period(s, out)
+    if px is None or ps is None or count not in (px, ps):
+        return None
+    return CForm([(BINARY, (PRELU, OUT, Buf("in", "input"), Buf("in", "slope"), count, px, ps))], in_place=True)
+
+
+FORMS["prelu"] = _prelu
 
 
 def _activation(op: str) -> Form:

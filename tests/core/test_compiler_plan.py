@@ -286,3 +286,14 @@ def test_wpt_passes_the_same_with_every_c_form_lowered(monkeypatch: pytest.Monke
     without = {r.id: r.status for r in wpt.run_dir(wpt_dir())}
     assert with_plan == without
     assert sum(1 for n in lowered if n) > 100, sum(1 for n in lowered if n)  # the cases the C forms run (139)
+
+
+def test_prelu_lowers() -> None:
+    def make(b):
+        x = b.input("x", {"dataType": "float32", "shape": [1, 8, 8, 16]})
+        y = b.conv2d(x, const(b, (16, 1, 1, 16)), inputLayout="nhwc", filterLayout="ohwi")
+        return {"y": b.prelu(y, const(b, (16,), seed=2)), "z": b.prelu(const(b, (8, 16), seed=3), b.relu(y)),
+                "c": b.prelu(y, const(b, (8, 1, 16), seed=4))}  # broadcast in the middle: no C form
+
+    exe = compare(make, PLAN, runs=2)
+    assert c_steps(exe) == len(exe.steps) - 1, [s.op for s in exe.steps]

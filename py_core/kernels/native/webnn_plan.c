@@ -33,6 +33,7 @@
 #define BIN_SUB 1
 #define BIN_MUL 2
 #define BIN_DIV 3
+#define BIN_PRELU 4 /* a < 0 ? a * b : a (prelu: a the input, b the slope) */
 
 typedef __UINTPTR_TYPE__ uptr;
 
@@ -47,6 +48,7 @@ static inline v4 bin4(int kind, v4 a, v4 b) {
     case BIN_ADD: return a + b;
     case BIN_SUB: return a - b;
     case BIN_MUL: return a * b;
+    case BIN_PRELU: return blend(a, a * b, a < zero4());
     default: return a / b;
   }
 }
@@ -56,6 +58,7 @@ static inline float bin1(int kind, float a, float b) {
     case BIN_ADD: return a + b;
     case BIN_SUB: return a - b;
     case BIN_MUL: return a * b;
+    case BIN_PRELU: return a < 0.0f ? a * b : a;
     default: return a / b;
   }
 }
