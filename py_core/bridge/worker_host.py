@@ -11,6 +11,7 @@ and is tested under plain CPython.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,8 @@ class TensorSlot:
     constant: bool = False
     # set when the last dispatch writing this tensor failed; reads reject with it until the next write
     error: WebNNError | None = None
+    # direct mode: the tensor's entry in the address table (WorkerHost.table), else -1
+    index: int = -1
 
 
 def _address(array: np.ndarray) -> int:
@@ -52,6 +55,31 @@ def _empty(desc: OperandDescriptor) -> np.ndarray:
     return np.zeros(desc.shape, dtype=np.dtype(desc.data_type.numpy_name))
 
 
+# Direct mode: outputs of at least this many bytes are taken over from the executor when nothing else holds them
+# (a copy into the tensor's own array costs more than the bookkeeping from here on); smaller ones are copied.
+ADOPT_MIN_BYTES = 64 << 10
+
+
+def _refs_alone() -> int:
+    """sys.getrefcount of an object held by one dict and one local name only (the interpreter's own count,
+    measured rather than assumed)."""
+    held = {"x": np.empty(1)}
+    alone = held["x"]
+    return sys.getrefcount(alone)
+
+
+_REFS_ALONE = _refs_alone()
+
+
+@dataclass
+class Bound:
+    """A dispatch's graph and tensors, checked once (direct mode): what `WorkerHost.run_bound` runs."""
+
+    exe: Executable
+    inputs: tuple[tuple[str, TensorSlot], ...]
+    outputs: tuple[tuple[str, TensorSlot], ...]
+
+
 class WorkerHost:
     """Graphs and tensors of every context of one page, keyed by ids the JS side allocates."""
 
@@ -59,6 +87,15 @@ class WorkerHost:
         self.graphs: dict[int, tuple[int, Executable]] = {}
         self.tensors: dict[int, TensorSlot] = {}
         self._checked: set[tuple[Any, ...]] = set()  # (graph, bindings) whose descriptors match (dispatch)
+        # Direct mode (#16 line 2; the engine's `direct` switch): the worker's JavaScript writes and reads tensors
+        # at their heap addresses with no Python call, and dispatches through `bind` once and `run_bound` after.
+        # Each tensor then owns its array alone (nothing else refers to it: writes land in it in place) and its
+        # address is kept in `table` (uintp: uint32 in wasm32; one entry per tensor index the JavaScript side
+        # chose), which JavaScript reads at each write and read.
+        self.direct = False
+        self.table = np.zeros(256, dtype=np.uintp)
+        self.bound: dict[int, Bound] = {}
+        self.adopted = 0  # outputs taken over rather than copied (stats)
 
     # -------------------------------------------------------------- graphs
 
@@ -82,6 +119,7 @@ class WorkerHost:
 
     def destroy_graph(self, graph_id: int) -> None:
         self.graphs.pop(graph_id, None)
+        self.bound.clear()
 
     def _graph(self, graph_id: int, context: int) -> Executable:
         entry = self.graphs.get(graph_id)
@@ -92,9 +130,27 @@ class WorkerHost:
     # -------------------------------------------------------------- tensors
 
     def create_tensor(self, context: int, tensor_id: int, desc: dict[str, Any], readable: bool,
-                      writable: bool, constant: bool = False) -> None:
+                      writable: bool, constant: bool = False, index: int = -1) -> int:
+        """A new tensor, zeroed; in direct mode with its address at `index` of the table: returns the table's
+        address (it moves when the table grows), else 0."""
         d = parse_descriptor(desc, "createTensor")
-        self.tensors[tensor_id] = TensorSlot(context, d, _empty(d), readable, writable, constant)
+        slot = TensorSlot(context, d, _empty(d), readable, writable, constant)
+        self.tensors[tensor_id] = slot
+        if not self.direct or index < 0:
+            return 0
+        if index >= len(self.table):
+            table = np.zeros(max(2 * len(self.table), index + 1), dtype=np.uintp)
+            table[: len(self.table)] = self.table
+            self.table = table
+        slot.index = index
+        self.table[index] = _address(slot.array)
+        return _address(self.table)
+
+    def _store(self, slot: TensorSlot, array: np.ndarray) -> None:
+        """Make `array` the tensor's contents (and its address the table's entry in direct mode)."""
+        slot.array = array
+        if slot.index >= 0:
+            self.table[slot.index] = _address(array)
 
     def tensor_target(self, context: int, tensor_id: int) -> np.ndarray:
         """A fresh array for the tensor's next contents; the caller fills it, then commits it."""
@@ -103,7 +159,7 @@ class WorkerHost:
 
     def commit_write(self, context: int, tensor_id: int, array: np.ndarray) -> None:
         slot = self._tensor(tensor_id, context)
-        slot.array = array
+        self._store(slot, array)
         slot.error = None
 
     def write_tensor(self, context: int, tensor_id: int, fill: Filler) -> None:
@@ -129,13 +185,15 @@ class WorkerHost:
             raise slot.error
         array = slot.array
         if not array.flags.c_contiguous:  # a view the executor returned: the slot keeps the contiguous copy
-            array = slot.array = np.ascontiguousarray(array).reshape(array.shape)
+            array = np.ascontiguousarray(array).reshape(array.shape)
+            self._store(slot, array)
         if array.nbytes != nbytes:
             raise OperationError(f"readTensor: the tensor holds {array.nbytes} bytes, not {nbytes}")
         return _address(array)
 
     def destroy_tensor(self, tensor_id: int) -> None:
         self.tensors.pop(tensor_id, None)
+        self.bound.clear()
 
     def _tensor(self, tensor_id: int, context: int) -> TensorSlot:
         slot = self.tensors.get(tensor_id)
@@ -180,6 +238,45 @@ class WorkerHost:
             slot.array = results[name]
             slot.error = None
 
+    def bind(self, bound_id: int, context: int, graph_id: int, inputs: dict[str, int],
+             outputs: dict[str, int]) -> None:
+        """Direct mode: check a dispatch's graph and tensors once and keep them as `bound_id` for `run_bound`.
+        Every destroy (tensor, graph, context) forgets all bindings; the JavaScript side forgets its ids then."""
+        exe = self._graph(graph_id, context)
+        self._check_bindings(exe, (graph_id, *inputs.items(), None, *outputs.items()), inputs, outputs, context)
+        ins = tuple((name, self._tensor(tid, context)) for name, tid in inputs.items())
+        outs = tuple((name, self._tensor(tid, context)) for name, tid in outputs.items())
+        if len(self.bound) >= 1024:
+            self.bound.clear()
+        self.bound[bound_id] = Bound(exe, ins, outs)
+
+    def run_bound(self, bound_id: int) -> None:
+        """Direct mode's dispatch: run a bound graph; each output lands in its tensor's own array (copied), or,
+        from ADOPT_MIN_BYTES, becomes it when the executor's array is a fresh one nothing else refers to."""
+        b = self.bound.get(bound_id)
+        if b is None:
+            raise InvalidStateError("dispatch: the graph or a tensor has been destroyed")
+        arrays = {name: slot.array for name, slot in b.inputs}
+        try:
+            results = b.exe.run(arrays)
+        except WebNNError as e:
+            for _, slot in b.outputs:
+                slot.error = OperationError(f"dispatch failed: {e}")
+            raise
+        for name, slot in b.outputs:
+            r = results[name]
+            slot.error = None
+            if r is slot.array:
+                continue
+            # held by `results` and `r` alone; any other holder (a kernel's cache, another output, an input) and
+            # the tensor keeps its own array, which gets a copy
+            if (r.nbytes >= ADOPT_MIN_BYTES and r.base is None and r.flags.c_contiguous and r.flags.writeable
+                    and sys.getrefcount(r) <= _REFS_ALONE):
+                self._store(slot, r)
+                self.adopted += 1
+            else:
+                np.copyto(slot.array, r)
+
     def compute(self, context: int, graph_id: int, inputs: dict[str, Any]) -> dict[str, memoryview]:
         """Legacy compute(): named input arrays in, named output byte views out."""
         exe = self._graph(graph_id, context)
@@ -199,12 +296,14 @@ class WorkerHost:
         """Release everything a context owns."""
         self.graphs = {k: v for k, v in self.graphs.items() if v[0] != context}
         self.tensors = {k: v for k, v in self.tensors.items() if v.context != context}
+        self.bound.clear()
 
     def stats(self) -> dict[str, int]:
         """Counts for tests and the bench: live graphs and tensors, tensor bytes, C kernels loaded (0/1) and
         whether they are the relaxed-SIMD build (0/1)."""
         return {"graphs": len(self.graphs), "tensors": len(self.tensors),
                 "tensorBytes": int(sum(s.array.nbytes for s in self.tensors.values())),
+                "direct": int(self.direct), "adopted": self.adopted,
                 "native": int(native.available()),
                 "nativeRelaxed": int(native.available() and native.LOADED_FILE == native.RELAXED_FILE)}
 

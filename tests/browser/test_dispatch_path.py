@@ -1,8 +1,9 @@
 """The dispatch path of #16 lines 2 and 4: timeline calls batched into one message each way (rpc.js, engine.js),
-contexts spread over a pool of workers (pool.js) and large writes and reads copied through staging buffers the
-worker hands back (rpc.js), against the same path with all three switched off
-(WEBNN_POLYFILL_CONFIG = {workers: 1, batch: false, staging: false}): the same values, in the same timeline order,
-either way."""
+contexts spread over a pool of workers (pool.js), large writes and reads copied through staging buffers the
+worker hands back (rpc.js) and the worker's direct mode (engine.js: writes and reads by heap address with no
+Python call, dispatches through bindings checked once), against the same path with all four switched off
+(WEBNN_POLYFILL_CONFIG = {workers: 1, batch: false, staging: false, direct: false}): the same values, in the same
+timeline order, with the same errors, either way."""
 
 from __future__ import annotations
 
@@ -109,7 +110,8 @@ async () => {
 def dispatch_page(request: pytest.FixtureRequest, browser: Any, dev_server: str) -> Iterator[Any]:
     context = browser.new_context()
     if request.param == "one-worker-unbatched-unstaged":
-        context.add_init_script("window.WEBNN_POLYFILL_CONFIG = {workers: 1, batch: false, staging: false};")
+        context.add_init_script(
+            "window.WEBNN_POLYFILL_CONFIG = {workers: 1, batch: false, staging: false, direct: false};")
     page, errors = open_page(context, f"{dev_server}/test/smoke.html", BOOT_TIMEOUT_MS)
     page.evaluate(POLYFILL_BOOT)
     page.evaluate("() => window.__ctx.destroy()")
@@ -143,6 +145,74 @@ def test_large_tensors_keep_their_values_through_staging_buffers(dispatch_page: 
         assert r["reused"] >= 30, r
     else:
         assert r["reused"] == 0, r
+    assert not dispatch_page.webnn_errors
+
+
+# The timeline's edges, which direct mode handles in the worker's JavaScript: a large output (256 KiB: taken
+# over from the executor) and a small one (copied); an output that aliases its input (reshape); an output
+# tensor written by script between dispatches; the same bindings dispatched again after one of their tensors was
+# destroyed and replaced; many tensors (the address table grows).  (A failed dispatch's outputs are
+# tests/core/test_worker_direct.py's.)
+DIRECT_JS = r"""
+async () => {
+  const P = webnnPolyfill;
+  const ctx = await P.ml.createContext();
+  const out = {};
+  for (const n of [4, 1 << 16]) {
+    const desc = {dataType: 'float32', shape: [n]};
+    const b = new P.MLGraphBuilder(ctx);
+    const x = b.input('x', desc);
+    const graph = await b.build({y: b.relu(x), r: b.reshape(x, [n])});
+    const xt = await ctx.createTensor({...desc, writable: true, readable: true});
+    let yt = await ctx.createTensor({...desc, readable: true, writable: true});
+    const rt = await ctx.createTensor({...desc, readable: true});
+    const rows = [];
+    for (let i = 0; i < 4; i++) {
+      const data = Float32Array.from({length: n}, (_, k) => (k % 5) - 2 + i);
+      ctx.writeTensor(xt, data);
+      ctx.dispatch(graph, {x: xt}, {y: yt, r: rt});
+      ctx.writeTensor(xt, new Float32Array(n).fill(-9));  // after the dispatch: in neither output
+      const [y, r, xs] = (await Promise.all([ctx.readTensor(yt), ctx.readTensor(rt), ctx.readTensor(xt)]))
+        .map((buf) => new Float32Array(buf));
+      rows.push([y.every((v, k) => v === Math.max(0, (k % 5) - 2 + i)),
+        r.every((v, k) => v === (k % 5) - 2 + i), xs.every((v) => v === -9)]);
+      if (i === 1) {  // the output tensor written by script between dispatches: its own bytes, the input's kept
+        ctx.writeTensor(yt, new Float32Array(n).fill(5));
+        const [y2, x2] = await Promise.all([ctx.readTensor(yt), ctx.readTensor(xt)]);
+        rows.push([new Float32Array(y2).every((v) => v === 5), new Float32Array(x2).every((v) => v === -9), true]);
+      }
+      if (i === 2) {  // replace y: the same binding names, a new tensor
+        yt.destroy();
+        yt = await ctx.createTensor({...desc, readable: true, writable: true});
+      }
+    }
+    out[n] = rows;
+  }
+  const tensors = [];
+  for (let i = 0; i < 300; i++) {
+    const t = await ctx.createTensor({dataType: 'int32', shape: [3], readable: true, writable: true});
+    ctx.writeTensor(t, Int32Array.of(i, -i, 7));
+    tensors.push(t);
+  }
+  const back = await Promise.all(tensors.map((t) => ctx.readTensor(t).then((buf) => Array.from(new Int32Array(buf)))));
+  out.table = back.every((v, i) => v[0] === i && v[1] === -i && v[2] === 7);
+  tensors.forEach((t) => t.destroy());
+  const stats = await P.workerStats();
+  ctx.destroy();
+  return {out, direct: stats.direct, adopted: stats.adopted};
+}
+"""
+
+
+def test_direct_mode_keeps_values_aliasing_and_destroyed_tensors_right(dispatch_page: Any) -> None:
+    r = dispatch_page.evaluate(DIRECT_JS)
+    for n in ("4", "65536"):
+        assert r["out"][n] == [[True, True, True]] * 5, (n, r["out"][n])
+    assert r["out"]["table"] is True
+    on = dispatch_page.mode == "pooled-batched-staged"
+    assert r["direct"] == int(on)
+    # the relu output of 256 KiB is taken over from the executor in direct mode (4 dispatches), never otherwise
+    assert (r["adopted"] >= 4) if on else r["adopted"] == 0, r
     assert not dispatch_page.webnn_errors
 
 
