@@ -2,7 +2,7 @@
 server's web/pages/clients (onnxruntime-web loaded, the polyfill beside it):
 
     python scripts/bench_dispatch.py [--browser chromium] [--reps 30] [--cases encoder_bert,dispatch,two_contexts]
-                                     [--switches native=0] [--capture DIR]
+                                     [--switches native=0] [--capture DIR] [--compare direct=0 --rounds 3]
 
 Each case is one function of a Playwright page that returns a JSON-able dict; `python -m web.bench perf` (make
 bench) runs them all on its own page (run_small_ops; the case name small_ops):
@@ -10,6 +10,8 @@ bench) runs them all on its own page (run_small_ops; the case name small_ops):
 `dispatch_overhead` (writeTensor, dispatch, readTensor of a 1-operator graph), `data_path` (writeTensor and
 readTensor of 1 and 4 MB) and `two_contexts` (the same graph dispatched on one context, then on two contexts at
 once: concurrent if the contexts run on two workers).
+--compare opens a second page with other worker URL switches and runs the cases in both, interleaved (the
+before/after of a switch in one browser).
 --capture writes the graphs ORT builds (the build messages to the worker) for scripts/profile_pyodide.mjs.
 """
 
@@ -299,6 +301,10 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=0, help="override each case's repetitions")
     ap.add_argument("--switches", default="", help="worker URL switches, e.g. native=0&compiler=0")
     ap.add_argument("--capture", type=Path, default=None)
+    ap.add_argument("--compare", default=None, metavar="SWITCHES",
+                    help="a second page with these worker URL switches (e.g. direct=0), the cases run in both, "
+                         "interleaved, --rounds times")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of --compare")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -307,19 +313,30 @@ def main() -> int:
 
     with dev_server() as base, sync_playwright() as pw:
         browser = getattr(pw, args.browser).launch(**launch_args(args.browser))
-        page = browser.new_page()
-        page.set_default_timeout(600_000)
-        if args.capture:
-            page.add_init_script(CAPTURE_INIT)
-        if args.switches:
-            url = f"{base}/polyfill/webnn-worker.js?{args.switches}"
-            page.add_init_script(f"window.WEBNN_POLYFILL_CONFIG = {{workerURL: {json.dumps(url)}}};")
-        page.goto(f"{base}/clients/")
-        page.wait_for_function("window.clientsReady === true")
-        page.evaluate("async () => { (await webnnPolyfill.ml.createContext()).destroy(); }")
-        for name in args.cases.split(","):
-            kw = {"reps": args.reps} if args.reps else {}
-            print(f"{name}: {json.dumps(CASES[name](page, **kw))}", flush=True)
+
+        def open_page(switches: str) -> Any:
+            page = browser.new_page()
+            page.set_default_timeout(600_000)
+            if args.capture:
+                page.add_init_script(CAPTURE_INIT)
+            if switches:
+                url = f"{base}/polyfill/webnn-worker.js?{switches}"
+                page.add_init_script(f"window.WEBNN_POLYFILL_CONFIG = {{workerURL: {json.dumps(url)}}};")
+            page.goto(f"{base}/clients/")
+            page.wait_for_function("window.clientsReady === true")
+            page.evaluate("async () => { (await webnnPolyfill.ml.createContext()).destroy(); }")
+            return page
+
+        page = open_page(args.switches)
+        pages = [(args.switches or "default", page)]
+        if args.compare is not None:
+            pages.append((args.compare, open_page(args.compare)))
+        for r in range(args.rounds if args.compare is not None else 1):
+            for name in args.cases.split(","):
+                kw = {"reps": args.reps} if args.reps else {}
+                for label, p in pages:
+                    tag = f"[{label}, round {r + 1}] " if args.compare is not None else ""
+                    print(f"{tag}{name}: {json.dumps(CASES[name](p, **kw))}", flush=True)
         if args.capture:
             for p in save_captured(page, args.capture):
                 print(f"captured {p}")
