@@ -56,6 +56,11 @@ def enable_direct() -> list[Any]:
 
     def _enable() -> int:
         HOST.direct = True
+        # The executor runs every graph under np.errstate(all="ignore") (the data defines division by zero and
+        # overflow, not an error); with that state the worker's own from here on, NumPy's ufuncs skip their
+        # floating-point flag checks inside and out of that block: relu of 4 floats 16-20 -> 10-13 us in
+        # Chromium's worker.  Nothing here relies on NumPy's warnings (they only reached the console).
+        np.seterr(all="ignore")
         return int(HOST.table.__array_interface__["data"][0])
 
     return safe_call(_enable)
