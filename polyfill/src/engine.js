@@ -238,19 +238,18 @@ export function createEngine({post, close, switches}) {
       const id = direct.nextBound++;
       valueOrThrow(direct.bind(id, m.ctx, m.gid, m.inputs, m.outputs));
       if (direct.bound.size >= BOUND_MAX) direct.bound.clear();
-      bound = {id, outputs: Object.values(JSON.parse(m.outputs))};
+      // the output tensors' records: alive as long as the binding (every destroy forgets all bindings)
+      bound = {id, outputs: Object.values(JSON.parse(m.outputs)).map((tid) => direct.tensors.get(tid))};
       direct.bound.set(key, bound);
     }
     const failed = direct.run(bound.id);
-    if (failed === undefined) return undefined;
-    // reads of the outputs reject with this until their next write (worker_host.WorkerHost.run_bound)
-    const error = JSON.parse(failed);
-    const onOutputs = {name: 'OperationError', message: `dispatch failed: ${error.message}`};
-    for (const tid of bound.outputs) {
-      const t = direct.tensors.get(tid);
-      if (t !== undefined) t.error = onOutputs;
-    }
-    throw error;
+    // reads of the outputs reject with a dispatch's error until their next write or a dispatch that succeeds
+    // (worker_host.WorkerHost.run_bound)
+    const error = failed === undefined ? null : JSON.parse(failed);
+    const onOutputs = error && {name: 'OperationError', message: `dispatch failed: ${error.message}`};
+    for (const t of bound.outputs) t.error = onOutputs;
+    if (error) throw error;
+    return undefined;
   }
   function write(m) {
     try {
