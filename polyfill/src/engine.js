@@ -89,7 +89,7 @@ export function createEngine({post, close, switches}) {
     if (msg.direct !== false && switches.get('direct') !== '0') {
       // tensors: id -> {ctx, index (its entry in the table), n (bytes), error (of the last dispatch writing it)}
       direct = {table: unwrap(glue.enable_direct()), tensors: new Map(), free: [], next: 0,
-        bound: new Map(), nextBound: 1, run: glue.run, bind: glue.bind};
+        bound: new Map(), nextBound: 1, run: glue.run, bind: glue.bind, cRuns: 0};
     }
     stages.core = Math.round(performance.now() - t0);
     progress('worker-core', 'core loaded');
@@ -236,12 +236,14 @@ export function createEngine({post, close, switches}) {
     let bound = direct.bound.get(key);
     if (bound === undefined) {
       const id = direct.nextBound++;
-      valueOrThrow(direct.bind(id, m.ctx, m.gid, m.inputs, m.outputs));
+      const inC = valueOrThrow(direct.bind(id, m.ctx, m.gid, m.inputs, m.outputs));
       if (direct.bound.size >= BOUND_MAX) direct.bound.clear();
       // the output tensors' records: alive as long as the binding (every destroy forgets all bindings)
-      bound = {id, outputs: Object.values(JSON.parse(m.outputs)).map((tid) => direct.tensors.get(tid))};
+      bound = {id, outputs: Object.values(JSON.parse(m.outputs)).map((tid) => direct.tensors.get(tid)),
+        c: inC === 1 ? cCall(JSON.parse(glue.bound_c(id))) : null};
       direct.bound.set(key, bound);
     }
+    if (bound.c) return runC(bound);
     const failed = direct.run(bound.id);
     // reads of the outputs reject with a dispatch's error until their next write or a dispatch that succeeds
     // (worker_host.WorkerHost.run_bound)
@@ -249,6 +251,35 @@ export function createEngine({post, close, switches}) {
     const onOutputs = error && {name: 'OperationError', message: `dispatch failed: ${error.message}`};
     for (const t of bound.outputs) t.error = onOutputs;
     if (error) throw error;
+    return undefined;
+  }
+  // A graph the compiled plan runs as one C call (py_core/compiler/plan.py DirectRun): made here, with no Python.
+  // Its input and output buffers are its own: each input tensor's bytes are copied in, each output's out.
+  function cCall(c) {
+    const record = ([tid, at, n]) => [direct.tensors.get(tid), at, n];
+    return {fn: pyodide._module.wasmTable.get(c.fn), words: c.words, count: BigInt(c.count), table: c.table,
+      inputs: c.inputs.map(record), outputs: c.outputs.map(record)};
+  }
+  function runC(bound) {
+    const c = bound.c;
+    let heap = pyodide._module.HEAPU8;
+    for (const [t, at, n] of c.inputs) {
+      const from = addressOf(t);
+      heap.copyWithin(at, from, from + n);
+    }
+    const refused = c.fn(c.words, c.count, c.table);
+    if (refused !== 0n && refused !== 0) {  // never, by construction (plan.py); said as a failed dispatch
+      const message = 'dispatch failed: the compiled plan refused an instruction';
+      for (const t of bound.outputs) t.error = {name: 'OperationError', message};
+      throw {name: 'OperationError', message};
+    }
+    heap = pyodide._module.HEAPU8;
+    for (const [t, at, n] of c.outputs) {
+      const to = addressOf(t);
+      heap.copyWithin(to, at, at + n);
+      t.error = null;
+    }
+    direct.cRuns++;
     return undefined;
   }
   function write(m) {
@@ -358,7 +389,8 @@ export function createEngine({post, close, switches}) {
       }
       return unwrap(glue.destroy_context(m.ctx));
     },
-    stats: () => ({...JSON.parse(unwrap(glue.stats())), blas, ...memory()}),
+    // cRuns: dispatches made as one C call from JavaScript (direct mode with the compiled plan)
+    stats: () => ({...JSON.parse(unwrap(glue.stats())), blas, ...memory(), cRuns: direct ? direct.cRuns : 0}),
   };
 
   // One request: its reply (or error) queued for the next flush.  Returns a promise only when the handler is

@@ -113,13 +113,19 @@ def dispatch(ctx: int, gid: int, inputs_json: str, outputs_json: str) -> Any:
     return _value_or_error(_dispatch, ctx, gid, inputs_json, outputs_json)
 
 
-def _bind(bid: int, ctx: int, gid: int, inputs_json: str, outputs_json: str) -> None:
-    HOST.bind(bid, ctx, gid, _bindings(inputs_json), _bindings(outputs_json))
+def _bind(bid: int, ctx: int, gid: int, inputs_json: str, outputs_json: str) -> int:
+    return HOST.bind(bid, ctx, gid, _bindings(inputs_json), _bindings(outputs_json))
 
 
 def bind(bid: int, ctx: int, gid: int, inputs_json: str, outputs_json: str) -> Any:
-    """Direct mode: check a dispatch's bindings once, as `bid`; None, or the error as a JSON string."""
+    """Direct mode: check a dispatch's bindings once, as `bid`; 1 when `bound_c` has a C call for them, 0 when
+    they run through `run`, or the error as a JSON string."""
     return _value_or_error(_bind, bid, ctx, gid, inputs_json, outputs_json)
+
+
+def bound_c(bid: int) -> str:
+    """The JSON of WorkerHost.bound_c (after bind said 1)."""
+    return json.dumps(HOST.bound_c(bid))
 
 
 _run_bound = HOST.run_bound

@@ -78,6 +78,8 @@ class Bound:
     exe: Executable
     inputs: tuple[tuple[str, TensorSlot], ...]
     outputs: tuple[tuple[str, TensorSlot], ...]
+    graph: int = 0
+    c: dict[str, Any] | None = None  # the graph's C call for these tensors (WorkerHost.bound_c)
 
 
 class WorkerHost:
@@ -96,6 +98,8 @@ class WorkerHost:
         self.table = np.zeros(256, dtype=np.uintp)
         self.bound: dict[int, Bound] = {}
         self.adopted = 0  # outputs taken over rather than copied (stats)
+        # graph -> its whole-graph C call (the compiled plan's Executable.direct(), where there is one), or None
+        self.c_runs: dict[int, Any] = {}
 
     # -------------------------------------------------------------- graphs
 
@@ -119,6 +123,7 @@ class WorkerHost:
 
     def destroy_graph(self, graph_id: int) -> None:
         self.graphs.pop(graph_id, None)
+        self.c_runs.pop(graph_id, None)
         self.bound.clear()
 
     def _graph(self, graph_id: int, context: int) -> Executable:
@@ -239,16 +244,58 @@ class WorkerHost:
             slot.error = None
 
     def bind(self, bound_id: int, context: int, graph_id: int, inputs: dict[str, int],
-             outputs: dict[str, int]) -> None:
+             outputs: dict[str, int]) -> int:
         """Direct mode: check a dispatch's graph and tensors once and keep them as `bound_id` for `run_bound`.
-        Every destroy (tensor, graph, context) forgets all bindings; the JavaScript side forgets its ids then."""
+        Every destroy (tensor, graph, context) forgets all bindings; the JavaScript side forgets its ids then.
+        Returns 1 when the graph is one C call the worker's JavaScript can make itself (`bound_c`), else 0."""
         exe = self._graph(graph_id, context)
         self._check_bindings(exe, (graph_id, *inputs.items(), None, *outputs.items()), inputs, outputs, context)
         ins = tuple((name, self._tensor(tid, context)) for name, tid in inputs.items())
         outs = tuple((name, self._tensor(tid, context)) for name, tid in outputs.items())
         if len(self.bound) >= 1024:
             self.bound.clear()
-        self.bound[bound_id] = Bound(exe, ins, outs)
+        b = Bound(exe, ins, outs, graph_id)
+        b.c = self._c_call(b, inputs, outputs)
+        self.bound[bound_id] = b
+        return int(b.c is not None)
+
+    def _c_run(self, graph_id: int, exe: Executable) -> Any:
+        """The graph's whole-graph C call, made once per graph: the compiled plan's `Executable.direct()` (a
+        DirectRun: input and output buffers of its own, the C function's table index and arguments), or None
+        where there is no such plan (a step in Python, a non-float32 input, the plan off or absent)."""
+        if graph_id not in self.c_runs:
+            make = getattr(exe, "direct", None)
+            run = None
+            if callable(make):
+                try:
+                    run = make()
+                except Exception:  # the plan's lowering refused: the dispatch stays on run_bound
+                    run = None
+            self.c_runs[graph_id] = run
+        return self.c_runs[graph_id]
+
+    def bound_c(self, bound_id: int) -> dict[str, Any] | None:
+        """For the worker's JavaScript, the bound graph's C call with no Python: {fn: function-table index, words,
+        count, table: its arguments, inputs / outputs: [[tensor id, buffer address, bytes]]}; the engine copies
+        each input tensor's bytes to its buffer, calls, copies each output buffer into its tensor."""
+        return self.bound[bound_id].c
+
+    def _c_call(self, b: Bound, inputs: dict[str, int], outputs: dict[str, int]) -> dict[str, Any] | None:
+        """bound_c's value, or None (no C call, or a bound tensor that does not match its buffer in size)."""
+        run = self._c_run(b.graph, b.exe)
+        if run is None:
+            return None
+        sides = []
+        for pairs, tids, where in ((b.inputs, inputs, run.inputs), (b.outputs, outputs, run.outputs)):
+            side = []
+            for name, slot in pairs:
+                at, nbytes = where.get(name, (0, -1))
+                if nbytes != slot.array.nbytes or slot.index < 0:
+                    return None
+                side.append([tids[name], int(at), int(nbytes)])
+            sides.append(side)
+        return {"fn": int(run.fn), "words": int(run.words), "count": int(run.count), "table": int(run.table),
+                "inputs": sides[0], "outputs": sides[1]}
 
     def run_bound(self, bound_id: int) -> None:
         """Direct mode's dispatch: run a bound graph; each output lands in its tensor's own array (copied), or,
@@ -296,6 +343,7 @@ class WorkerHost:
         """Release everything a context owns."""
         self.graphs = {k: v for k, v in self.graphs.items() if v[0] != context}
         self.tensors = {k: v for k, v in self.tensors.items() if v.context != context}
+        self.c_runs = {k: v for k, v in self.c_runs.items() if k in self.graphs}
         self.bound.clear()
 
     def stats(self) -> dict[str, int]:
