@@ -35,7 +35,8 @@ export function createEngine({post, close, switches}) {
   }
 
   // Worker URL switches for comparisons: ?compiler=0 runs graphs as built (no py_core.compiler passes),
-  // ?native=0 keeps the C kernels (py_core/kernels/native) off, ?blas=0 never loads SciPy's BLAS, ?unpack=0
+  // ?native=0 keeps the C kernels (py_core/kernels/native) off, ?plan=0 runs every step from Python (no compiled
+  // plan: py_core/compiler/plan.py), ?blas=0 never loads SciPy's BLAS, ?unpack=0
   // installs NumPy and the core wheel with loadPackage (polyfill/src/wheels.js). Read from the worker script's
   // own URL (worker.js), which may run from a blob URL that imports it (polyfill/src/spawn.js).
   let blas = switches.get('blas') === '0' ? 'off' : 'idle';
@@ -66,6 +67,7 @@ export function createEngine({post, close, switches}) {
     const env = {};
     if (switches.get('compiler') === '0') env.PYODIDE_WEBNN_COMPILER = '0';
     if (switches.get('native') === '0') env.PYODIDE_WEBNN_NATIVE = '0';
+    if (switches.get('plan') === '0') env.PYODIDE_WEBNN_PLAN = '0';  // py_core/compiler/plan.py off
     // The page stores the snapshot (of a bare interpreter); a snapshot carries its environment, so the
     // switches boot without one.
     const plain = !Object.keys(env).length;

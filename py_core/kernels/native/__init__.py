@@ -57,10 +57,12 @@ _SIGNATURES.update({
     "wk_layer_norm": [_P, _P, _L, _L, _P, _P, _F],
     "wk_softmax": [_P, _P, _L, _L],
 })
+# the compiled plan (webnn_plan.c, py_core/compiler/plan.py): words, their count, the address table
+_SIGNATURES["wk_run_plan"] = [_P, _L, _P]
 
 
 # the functions returning an int64
-_SIZES = ("wk_sgemm_work", "wk_packed_b_size", "wk_depthwise_nchw_work", "wk_conv_nchw_work")
+_SIZES = ("wk_sgemm_work", "wk_packed_b_size", "wk_depthwise_nchw_work", "wk_conv_nchw_work", "wk_run_plan")
 # the packed product's blocking, as in webnn_kernels.c (tests/core/test_native_kernels.py checks they agree)
 PANEL, KC, NC = 16, 256, 256
 
@@ -424,3 +426,9 @@ def softmax_last(x: np.ndarray) -> np.ndarray:
     y = np.empty(src.shape, F32)
     _LIB.wk_softmax(_ptr(src), _ptr(y), src.size // src.shape[-1], src.shape[-1])
     return y
+
+
+def run_plan_fn() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
+    """The compiled plan's entry point wk_run_plan(words, count, table) -> 0 or 1 + a refused word's offset
+    (py_core/compiler/plan.py writes and checks the words), or None when the C kernels are off."""
+    return None if _LIB is None else _LIB.wk_run_plan

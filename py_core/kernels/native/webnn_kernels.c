@@ -984,3 +984,6 @@ EXPORT void wk_softmax(const float *x, float *y, i64 rows, i64 n) {
     for (k = 0; k < n; k++) yr[k] /= total;
   }
 }
+
+/* the compiled plan: a run of steps in one call (py_core/compiler/plan.py) */
+#include "webnn_plan.c"
