@@ -216,6 +216,60 @@ def test_direct_mode_keeps_values_aliasing_and_destroyed_tensors_right(dispatch_
     assert not dispatch_page.webnn_errors
 
 
+# Graphs the compiled plan runs as one C call (py_core/compiler/plan.py DirectRun), which direct mode makes from the
+# worker's JavaScript with no Python: a 2-op graph on 4 floats and a 1-op one on 4096, each read after a write
+# queued behind its dispatch, the input tensor shared by two graphs, a destroyed and replaced output tensor.
+C_CALL_JS = r"""
+async () => {
+  const P = webnnPolyfill;
+  const ctx = await P.ml.createContext();
+  const before = (await P.workerStats()).cRuns;
+  const bad = [];
+  for (const [n, two] of [[4, true], [4096, false]]) {
+    const desc = {dataType: 'float32', shape: [n]};
+    const b = new P.MLGraphBuilder(ctx);
+    const x = b.input('x', desc);
+    const graph = await b.build({y: two ? b.relu(b.mul(x, x)) : b.relu(x)});
+    const b2 = new P.MLGraphBuilder(ctx);
+    const x2 = b2.input('x', desc);
+    const neg = await b2.build({y: b2.neg(b2.relu(x2))});
+    const xt = await ctx.createTensor({...desc, writable: true, readable: true});
+    let yt = await ctx.createTensor({...desc, readable: true});
+    const zt = await ctx.createTensor({...desc, readable: true});
+    for (let i = 0; i < 6; i++) {
+      const data = Float32Array.from({length: n}, (_, k) => ((k + i) % 9) - 4);
+      ctx.writeTensor(xt, data);
+      ctx.dispatch(graph, {x: xt}, {y: yt});
+      ctx.dispatch(neg, {x: xt}, {y: zt});
+      ctx.writeTensor(xt, new Float32Array(n).fill(100));  // after both dispatches: in neither output
+      const [y, z] = (await Promise.all([ctx.readTensor(yt), ctx.readTensor(zt)])).map((buf) => new Float32Array(buf));
+      data.forEach((v, k) => {
+        const want = Math.max(0, two ? v * v : v);
+        if (y[k] !== want || z[k] !== -Math.max(0, v)) bad.push(`n=${n} i=${i} [${k}]: ${y[k]}, ${z[k]} for ${v}`);
+      });
+      if (i === 3) {
+        yt.destroy();
+        yt = await ctx.createTensor({...desc, readable: true});
+      }
+    }
+  }
+  const stats = await P.workerStats();
+  ctx.destroy();
+  return {bad: bad.slice(0, 5), cRuns: stats.cRuns - before, native: stats.native};
+}
+"""
+
+
+def test_graphs_of_one_c_call_run_from_javascript(dispatch_page: Any) -> None:
+    r = dispatch_page.evaluate(C_CALL_JS)
+    assert r["bad"] == [], r
+    if dispatch_page.mode == "pooled-batched-staged" and r["native"] == 1:
+        assert r["cRuns"] >= 12, r  # at least the 2-op and the 4096-float relu graphs, 6 dispatches each
+    else:
+        assert r["cRuns"] == 0, r
+    assert not dispatch_page.webnn_errors
+
+
 def test_a_low_power_context_never_starts_a_worker(dispatch_page: Any) -> None:
     r = dispatch_page.evaluate("""async () => {
       const P = webnnPolyfill;
