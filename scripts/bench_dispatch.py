@@ -66,8 +66,8 @@ async ({reps, size, ops}) => {
   const ctx = await P.ml.createContext();
   const b = new P.MLGraphBuilder(ctx);
   const desc = {dataType: 'float32', shape: [size]};
-  const x = b.input('x', desc);
-  const graph = await b.build({y: ops === 2 ? b.relu(b.mul(x, x)) : b.relu(x)});
+  const input = b.input('x', desc);
+  const graph = await b.build({y: ops === 2 ? b.relu(b.mul(input, input)) : b.relu(input)});
   const x = await ctx.createTensor({...desc, writable: true});
   const y = await ctx.createTensor({...desc, readable: true});
   const data = new Float32Array(size).fill(-1);
