@@ -31,14 +31,15 @@ function fetchable(indexURL) {
  *  wheels        [{url, sha256}] installed after (sha256: hex, checked before anything is unpacked)
  *  packages      names for loadPackage (e.g. 'scipy' under Node)
  *  unpack        false installs with loadPackage (the worker's ?unpack=0)
+ *  unzip         false unpacks with CPython's zipfile instead of in JavaScript (the worker's ?unzip=0)
  *  mark(stage, info) called after 'script', 'runtime' (info: {snapshot, snapshotBytes, wasmModule}), 'numpy', 'wheels'
  *                (each when installed) and 'packages'
  * Resolves to {py, version, snapshot: 'handed'|'loaded'|'made'|'none', snapshotBytes, wasmModule,
- * numpy: 'unpacked'|'loadPackage'|null}: snapshotBytes and wasmModule (when known) can start another Pyodide.
+ * numpy, wheels: 'unzipped'|'unpacked'|'loadPackage'|null (how each was installed)}: snapshotBytes and wasmModule (when known) can start another Pyodide.
  */
 export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}, stderr = () => {}, args,
   snapshot = {use: false, make: false}, wasmModule = null, numpy = false, wheels = [], packages = [],
-  unpack = true, mark = () => {}} = {}) {
+  unpack = true, unzip = true, mark = () => {}} = {}) {
   const viaFetch = unpack && fetchable(indexURL);
   // (Fetching the wheels while Pyodide starts was tried: Firefox's snapshot restore in the worker took 0.4-0.6 s
   // longer beside the downloads and digests, more than they cost after it.)
@@ -58,15 +59,16 @@ export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}
   const py = started.py;
   mark('runtime', {snapshot: started.snapshot, snapshotBytes: started.bytes, wasmModule: wasm.module()});
   // NumPy and the wheels fetched and unpacked concurrently; then packages by name (SciPy needs NumPy)
-  const [numpyHow] = await Promise.all([
-    numpy ? installNumpy(py, indexURL, {unpack: viaFetch}).then((how) => { mark('numpy'); return how; }) : null,
-    wheels.length ? Promise.all(wheels.map((w) => installWheel(py, w.url, w.sha256, {unpack: viaFetch})))
-      .then(() => mark('wheels')) : null,
+  const [numpyHow, wheelsHow] = await Promise.all([
+    numpy ? installNumpy(py, indexURL, {unpack: viaFetch, unzip}).then((how) => { mark('numpy'); return how; })
+      : null,
+    wheels.length ? Promise.all(wheels.map((w) => installWheel(py, w.url, w.sha256, {unpack: viaFetch, unzip})))
+      .then((hows) => { mark('wheels'); return [...new Set(hows)].join(','); }) : null,
   ]);
   if (packages.length) await py.loadPackage(packages, QUIET);
   mark('packages');
   return {py, version: version || py.version, snapshot: started.snapshot, snapshotBytes: started.bytes,
-    wasmModule: wasm.module(), numpy: numpyHow};
+    wasmModule: wasm.module(), numpy: numpyHow, wheels: wheelsHow};
 }
 
 // Compiling pyodide.asm.wasm (10 MB) once for both Pyodides.  Pyodide 0.27 instantiates it with
