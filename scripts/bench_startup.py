@@ -41,12 +41,13 @@ def visit(context: Any, url: str, case: str) -> dict[str, Any]:
 def stages(bt: dict[str, Any]) -> str:
     w = bt.get("worker") or {}
     p = bt.get("page") or {}
-    keys = ("script", "runtime", "numpy", "wheels", "packages", "numpyImport", "core")
+    keys = ("script", "runtime", "siteOpen", "siteRead", "siteChecked", "numpy", "wheels", "packages", "numpyImport",
+            "core")
     ws = " ".join(f"{k}={w[k]}" for k in keys if k in w)
     ps = " ".join(f"{k}={p[k]}" for k in keys if k in p)
     top = " ".join(f"{k}={bt[k]}" for k in ("page-runtime", "page-core", "worker-runtime", "worker-core")
                    if k in bt)
-    extra = {k: bt[k] for k in ("snapshot", "wasm", "numpy", "unpacked", "cache") if k in bt}
+    extra = {k: bt[k] for k in ("snapshot", "wasm", "numpy", "wheels") if k in bt}
     return f"worker[{ws}] page[{ps}] page-clock[{top}] {json.dumps(extra, separators=(',', ':'))}"
 
 

@@ -82,8 +82,9 @@ export class Runtime {
     // without one, boot normally and store one for the next visit.
     const handed = (await Promise.race([this.handoff, null])) || {};
     this.handoff = null;  // 20 MB: not kept once used
-    const {py, snapshot, wheels} = await bootPyodide({indexURL: this.config.pyodideURL,
+    const {py, snapshot, wheels, storeSite} = await bootPyodide({indexURL: this.config.pyodideURL,
       lockFileURL: this.config.lockFileURL, unzip: this.config.unzip !== false,
+      siteCache: this.config.siteCache !== false,
       snapshot: {use: true, make: true, given: handed.snapshot || null, givenNew: !!handed.made},
       wasmModule: handed.module || null,
       wheels: [{url: this.coreWheelURL, sha256: this.coreWheelSha256}],
@@ -92,12 +93,14 @@ export class Runtime {
         if (stage === 'runtime') this.#progress('page-runtime', 'Pyodide started on the page');
       }});
     this.timings.snapshot = {...this.timings.snapshot, page: snapshot};
-    this.timings.wheels = {...this.timings.wheels, page: wheels};  // 'unzipped' (in JavaScript) or 'unpacked'
+    // 'cached' (site-packages from Cache Storage), 'unzipped' (in JavaScript) or 'unpacked' (CPython's zipfile)
+    this.timings.wheels = {...this.timings.wheels, page: wheels};
     this.timings.wasm = handed.module ? 'handed' : 'compiled';  // the page's pyodide.asm.wasm: the worker's, or its own
     const mod = py.pyimport('py_core.bridge.builder_host');
     this.host = mod.HOST;
     this.callJson = this.host.call_json;
     page.core = Math.round(performance.now() - t0);
+    setTimeout(() => storeSite(), 0);  // the core wheel and the builder's .pyc, for the next visit (sitecache.js)
     this.timings.page = page;  // ms on this page's clock since its Pyodide started booting
     this.#progress('page-core', 'graph builder ready');
     this.limits = this.call('op_support_limits');

@@ -15,6 +15,8 @@
 // to loadPackage only where that is checked too (NumPy by name: Pyodide verifies it against its lock file) or
 // where there is nothing to check (no sha256 given).
 
+import {forgetListings, writeTree} from './sitecache.js';
+
 const QUIET = {messageCallback: () => {}};
 
 function integrityOf(hexSha256) {
@@ -61,7 +63,7 @@ async function unpackWheel(py, url, sha256, {unzip = true} = {}) {
   } else {
     py.unpackArchive(wheel, 'wheel', {extractDir: sitePackages});
   }
-  py.runPython('import importlib; importlib.invalidate_caches()');
+  forgetListings(py);
   return how;
 }
 
@@ -136,22 +138,8 @@ async function inflate(raw, size) {
   return n === size ? out : out.subarray(0, n);
 }
 
-/** Write files ([{path, data}], paths relative to dir) into an Emscripten file system. */
-function writeTree(FS, dir, files) {
-  const made = new Set();
-  for (const {path, data} of files) {
-    const slash = path.lastIndexOf('/');
-    const parent = slash < 0 ? dir : `${dir}/${path.slice(0, slash)}`;
-    if (!made.has(parent)) {
-      FS.mkdirTree(parent);
-      made.add(parent);
-    }
-    FS.writeFile(`${dir}/${path}`, data, {canOwn: true});
-  }
-}
-
-// install()'s answer ('unzipped' or 'unpacked') when it worked; otherwise false, and says why, so the caller falls back to loadPackage; an integrity failure
-// (or any failure when `strict`) is thrown instead
+// install()'s answer ('unzipped' or 'unpacked') when it worked; otherwise false, and says why, so the caller
+// falls back to loadPackage; an integrity failure (or any failure when `strict`) is thrown instead
 async function tryUnpack(what, install, {strict = false} = {}) {
   try {
     return await install();
@@ -180,7 +168,7 @@ export async function installWheel(py, url, sha256, {unpack = true, unzip = true
 /** Install NumPy into `py` (a Pyodide started from indexURL); resolves as installWheel does. */
 export async function installNumpy(py, indexURL, {unpack = true, unzip = true} = {}) {
   const unpackNumpy = async () => {
-    const entry = py._api && py._api.lockfile_packages && py._api.lockfile_packages.numpy;
+    const entry = numpyLockEntry(py);
     if (!entry || !entry.file_name || !integrityOf(entry.sha256) || (entry.depends || []).length) {
       throw new Error('no usable numpy entry in the Pyodide lock file');
     }
@@ -192,4 +180,9 @@ export async function installNumpy(py, indexURL, {unpack = true, unzip = true} =
   if (how) return how;
   await py.loadPackage('numpy', QUIET);
   return 'loadPackage';
+}
+
+/** NumPy's entry in the lock file `py` started with ({file_name, sha256, depends, ...}), or null. */
+export function numpyLockEntry(py) {
+  return (py._api && py._api.lockfile_packages && py._api.lockfile_packages.numpy) || null;
 }
