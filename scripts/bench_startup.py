@@ -6,8 +6,11 @@ interleaved round by round, so a before/after compares like with like on a share
     .venv/bin/python scripts/bench_startup.py --browsers chromium,firefox --rounds 3 --variants ",?unpack=0"
 
 Each variant is a query string for the /perf/ page (its switches pass to the polyfill, see
-web/pages/bench/index.html; "" is the default build).  Prints one line per visit (time to a built graph and the
-polyfill's bootTimings stage times), then the median and minimum per browser x variant x visit.
+web/pages/bench/index.html; "" is the default build); "other:<query>" loads it from a second dev server whose
+repository root is --other-root (e.g. an export of another branch, built: `git archive main | tar -x -C DIR`, then
+its polyfill bundle), the before side of a before/after in the same rounds.  Prints one line per visit (time to
+a built graph and the polyfill's bootTimings stage times), then the median and minimum per browser x variant x
+visit.
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from web.bench.perf import PAGE, PAGE_TIMEOUT_MS, _playwright, models  # noqa: E402
-from web.bench.session import dev_server  # noqa: E402
+from web.bench.session import dev_server, free_port, serve_app  # noqa: E402
 from web.browsers import launch_args  # noqa: E402
+from web.settings import Settings  # noqa: E402
 
 
 def visit(context: Any, url: str, case: str) -> dict[str, Any]:
@@ -58,15 +62,20 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--case", default="chain1")
     ap.add_argument("--json", type=Path, help="write every visit's answer here")
+    ap.add_argument("--other-root", type=Path, help='repository root served for "other:" variants')
     a = ap.parse_args()
     variants = a.variants.split(",")
     models()  # the graphs (scripts/bench_models.py), generated on first use
     rows: list[dict[str, Any]] = []
-    with dev_server() as base, _playwright() as pw:
+    env = Settings.from_env()
+    other_root = (a.other_root or env.repo_root).resolve()
+    other = Settings(host="127.0.0.1", port=free_port(), cache_dir=env.cache_dir, repo_root=other_root,
+                     reports_dir=env.reports_dir)
+    with dev_server() as here, serve_app(other) as there, _playwright() as pw:
         for r in range(a.rounds):
             for browser in a.browsers.split(","):
                 for v in variants:
-                    url = f"{base}{PAGE}{v}"
+                    url = f"{there}{PAGE}{v[6:]}" if v.startswith("other:") else f"{here}{PAGE}{v}"
                     if browser == "chromium":
                         with tempfile.TemporaryDirectory(prefix="bench-profile-") as profile:
                             for label in ("cold", "warm"):
