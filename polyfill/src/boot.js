@@ -98,7 +98,13 @@ async function restoreSite(py, indexURL, version, numpy, wheels, mark) {
   const key = siteKey(indexURL, version, sha256s);
   const files = await readSite(key, mark);
   if (!files) return {key};
-  writeTree(py.FS, sitePackagesOf(py), files, SITE_MTIME_MS);
+  try {
+    writeTree(py.FS, sitePackagesOf(py), files, SITE_MTIME_MS);
+  } catch (e) {
+    // the wheels are installed over whatever was written, as without an entry
+    console.warn(`WebNN polyfill: the cached site-packages could not be written: ${e && e.message ? e.message : e}`);
+    return {key};
+  }
   forgetListings(py);
   if (numpy) py.loadedPackages.numpy = 'pyodide-webnn (cached site-packages)';
   return {restored: true};

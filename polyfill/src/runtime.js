@@ -100,10 +100,10 @@ export class Runtime {
     this.host = mod.HOST;
     this.callJson = this.host.call_json;
     page.core = Math.round(performance.now() - t0);
-    setTimeout(() => storeSite(), 0);  // the core wheel and the builder's .pyc, for the next visit (sitecache.js)
     this.timings.page = page;  // ms on this page's clock since its Pyodide started booting
     this.#progress('page-core', 'graph builder ready');
     this.limits = this.call('op_support_limits');
+    setTimeout(() => storeSite(), 0);  // the core wheel and the builder's .pyc, for the next visit (sitecache.js)
   }
 
   async #bootWorker(handoff) {
@@ -115,7 +115,8 @@ export class Runtime {
     const ready = await worker.request('init', {...this.engineInit(), handoff, handOver: handOverWhat()},
       handoff ? [handoff] : []);
     if (ready && ready.snapshot) this.timings.snapshot = {...this.timings.snapshot, worker: ready.snapshot};
-    // 'unzipped' (in JavaScript), 'unpacked' (CPython's zipfile) or 'loadPackage' (fallback)
+    // 'cached' (site-packages from Cache Storage), 'unzipped' (in JavaScript), 'unpacked' (CPython's zipfile) or
+    // 'loadPackage' (fallback)
     if (ready && ready.numpy) this.timings.numpy = ready.numpy;
     if (ready && ready.wheels) this.timings.wheels = {...this.timings.wheels, worker: ready.wheels};
     if (ready && ready.stages) this.timings.worker = ready.stages;  // ms on the worker's own clock
