@@ -36,7 +36,10 @@ export function createEngine({post, close, switches}) {
 
   // Worker URL switches for comparisons: ?compiler=0 runs graphs as built (no py_core.compiler passes),
   // ?native=0 keeps the C kernels (py_core/kernels/native) off, ?plan=0 runs every step from Python (no compiled
-  // plan: py_core/compiler/plan.py), ?blas=0 never loads SciPy's BLAS, ?unpack=0
+  // plan: py_core/compiler/plan.py), ?blas=0 never loads SciPy's BLAS, ?unzip=0
+  // unpacks the wheels with CPython's zipfile instead of in JavaScript, ?sitecache=0 neither restores nor stores
+  // site-packages with its .pyc in Cache Storage (polyfill/src/sitecache.js), ?direct=0 writes, reads and
+  // dispatches through Python (direct mode off, see above), ?unpack=0
   // installs NumPy and the core wheel with loadPackage (polyfill/src/wheels.js). Read from the worker script's
   // own URL (worker.js), which may run from a blob URL that imports it (polyfill/src/spawn.js).
   let blas = switches.get('blas') === '0' ? 'off' : 'idle';
@@ -75,6 +78,7 @@ export function createEngine({post, close, switches}) {
       // a snapshot made here goes to the page, which stores it (snapshot.js)
       snapshot: {use: plain, make: plain, store: !msg.handoff}, numpy: true,
       wheels: [{url: msg.coreWheelURL, sha256: msg.coreWheelSha256}], unpack: switches.get('unpack') !== '0',
+      unzip: switches.get('unzip') !== '0', siteCache: switches.get('sitecache') !== '0',
       mark: (stage, info) => {
         stages[stage] = Math.round(performance.now() - t0);
         if (stage !== 'runtime') return;
@@ -94,8 +98,10 @@ export function createEngine({post, close, switches}) {
         bound: new Map(), nextBound: 1, run: glue.run, bind: glue.bind, cRuns: 0};
     }
     stages.core = Math.round(performance.now() - t0);
+    // site-packages and the .pyc of what was just imported, for the next visit (sitecache.js), after this reply
+    setTimeout(() => booted.storeSite(), 0);
     progress('worker-core', 'core loaded');
-    return {ok: true, snapshot: booted.snapshot, numpy: booted.numpy, stages};
+    return {ok: true, snapshot: booted.snapshot, numpy: booted.numpy, wheels: booted.wheels, stages};
   }
 
   // The page's Pyodide starts once this one runs, from what this one has: the compiled pyodide.asm.wasm and the
