@@ -431,8 +431,9 @@ def build_plan(prog: Program, release: Sequence[Sequence[int]], slot: dict[int, 
         except PlanError:
             forms.append(None)
     # a lone step on a small array gains nothing from the plan (one call either way, and its Python kernel may
-    # run NumPy below the C kernels' call cost): it stays Python
-    for s, form in enumerate(forms):
+    # run NumPy below the C kernels' call cost): it stays Python.  Unless it is the whole graph: then the worker
+    # runs it with no Python at all (Executable.direct), which beats NumPy at any size
+    for s, form in enumerate(forms if len(nodes) > 1 else ()):
         lone = (s == 0 or forms[s - 1] is None) and (s + 1 == len(forms) or forms[s + 1] is None)
         if form is not None and lone and sum(math.prod(prog.shape(o)) for o in nodes[s].outputs) < SMALL:
             forms[s] = None

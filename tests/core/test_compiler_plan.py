@@ -217,6 +217,20 @@ def test_a_whole_graph_runs_with_one_call_and_no_python(make) -> None:
             np.testing.assert_array_equal(got[name], want[name], err_msg=name)
 
 
+def test_a_one_operator_graph_on_a_few_floats_runs_directly() -> None:
+    """A lone small step stays Python inside a bigger graph, but as the whole graph it lowers: the worker then runs
+    it with no Python (the 1-op round trip of #16)."""
+    def make(b):
+        return {"y": b.relu(b.input("x", {"dataType": "float32", "shape": [4]}))}
+
+    exe = prepare(_build(make), PLAN)
+    direct = exe.direct()
+    assert direct is not None
+    x = np.array([-1.5, 0.0, 2.0, -0.0], np.float32)
+    np.testing.assert_array_equal(direct.run({"x": x})["y"], np.maximum(x, 0))
+    np.testing.assert_array_equal(exe.run({"x": x})["y"], np.maximum(x, 0))
+
+
 def test_no_direct_run_with_python_steps() -> None:
     def make(b):
         x = b.input("x", {"dataType": "float32", "shape": [64, 64]})
