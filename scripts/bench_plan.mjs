@@ -2,25 +2,10 @@
 // under Node: the same graph prepared both ways, runs alternated, median and minimum ms per run of each.
 //   node scripts/bench_plan.mjs MODEL_DIR NAME [ROUNDS]          (a benchmark graph, e.g. build/bench-models)
 //   node scripts/bench_plan.mjs --captured BUILD.json [ROUNDS]  (a graph a page built: bench_dispatch --capture)
-import fs from 'fs';
-import path from 'path';
+import {loadGraphArgs, pyodideWithCore} from './pyodide_node.mjs';
 
-import {pyodideWithCore} from './pyodide_node.mjs';
-
-const captured = process.argv.includes('--captured');
-const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
-const [modelDir, name, rounds = '30'] = captured ? [positional[0], '', positional[1] || '30'] : positional;
 const py = await pyodideWithCore();
-py.FS.mkdirTree('/home/pyodide/models');
-if (captured) {
-  py.FS.writeFile('/home/pyodide/models/captured.json', fs.readFileSync(modelDir));
-} else {
-  for (const ext of ['json', 'bin'].filter((e) => fs.existsSync(path.join(modelDir, `${name}.${e}`)))) {
-    py.FS.writeFile(`/home/pyodide/models/m.${ext}`, fs.readFileSync(path.join(modelDir, `${name}.${ext}`)));
-  }
-}
-py.globals.set('CAPTURED', captured);
-py.globals.set('ROUNDS', Number(rounds));
+loadGraphArgs(py, process.argv.slice(2), 'ROUNDS', 30);
 console.log(await py.runPythonAsync(`
 import json, time, statistics
 import numpy as np

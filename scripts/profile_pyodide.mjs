@@ -7,26 +7,10 @@
 // onnxruntime-web's WebNN EP builds for the encoder.
 // Steps are timed one by one, so the compiled plan is off here (it runs runs of steps as one C call):
 // scripts/bench_plan.mjs times a graph with and without it.
-import fs from 'fs';
-import path from 'path';
+import {loadGraphArgs, pyodideWithCore} from './pyodide_node.mjs';
 
-import {pyodideWithCore} from './pyodide_node.mjs';
-
-const flags = process.argv.slice(2).filter((a) => a.startsWith('--'));
-const captured = flags.includes('--captured');
-const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
-const [modelDir, name, runs = '20'] = captured ? [positional[0], '', positional[1] || '20'] : positional;
 const py = await pyodideWithCore();
-py.FS.mkdirTree('/home/pyodide/models');
-if (captured) {
-  py.FS.writeFile('/home/pyodide/models/captured.json', fs.readFileSync(modelDir));
-} else {
-  for (const ext of ['json', 'bin'].filter((e) => fs.existsSync(path.join(modelDir, `${name}.${e}`)))) {
-    py.FS.writeFile(`/home/pyodide/models/m.${ext}`, fs.readFileSync(path.join(modelDir, `${name}.${ext}`)));
-  }
-}
-py.globals.set('CAPTURED', captured);
-py.globals.set('RUNS', Number(runs));
+const flags = loadGraphArgs(py, process.argv.slice(2), 'RUNS', 20);
 py.globals.set('BLAS', !flags.includes('--no-blas'));
 py.globals.set('COMPILER', !flags.includes('--no-compiler'));
 

@@ -46,3 +46,28 @@ export async function pyodideWithCore() {
   py.FS.writeFile('/home/pyodide/bench_models.py', fs.readFileSync(path.join(root, 'scripts', 'bench_models.py')));
   return py;
 }
+
+/**
+ * The graph a Node tool's arguments name, put into py's file system: `MODEL_DIR NAME [COUNT]` copies NAME.json
+ * and NAME.bin of a benchmark directory to /home/pyodide/models/m.*, `--captured BUILD.json [COUNT]` copies a
+ * build message a page sent its worker to /home/pyodide/models/captured.json.  Sets the Python globals CAPTURED
+ * and `countName` (COUNT, or `defaultCount`); returns the flags (the arguments starting with --).
+ */
+export function loadGraphArgs(py, argv, countName, defaultCount) {
+  const flags = argv.filter((a) => a.startsWith('--'));
+  const captured = flags.includes('--captured');
+  const positional = argv.filter((a) => !a.startsWith('--'));
+  const [modelDir, name, count = String(defaultCount)] =
+    captured ? [positional[0], '', positional[1] || String(defaultCount)] : positional;
+  py.FS.mkdirTree('/home/pyodide/models');
+  if (captured) {
+    py.FS.writeFile('/home/pyodide/models/captured.json', fs.readFileSync(modelDir));
+  } else {
+    for (const ext of ['json', 'bin'].filter((e) => fs.existsSync(path.join(modelDir, `${name}.${e}`)))) {
+      py.FS.writeFile(`/home/pyodide/models/m.${ext}`, fs.readFileSync(path.join(modelDir, `${name}.${ext}`)));
+    }
+  }
+  py.globals.set('CAPTURED', captured);
+  py.globals.set(countName, Number(count));
+  return flags;
+}

@@ -14,6 +14,8 @@
 // does not match (damaged storage), or that does not parse, is deleted and the visit installs the wheels as if
 // there were none, then stores a fresh one.  No Cache Storage (plain http, some private modes): nothing is kept.
 
+import {openCache} from './snapshot.js';
+
 const CACHE = 'webnn-polyfill-site';
 const FORMAT = 1;  // bump to orphan entries made by older polyfill code
 const MAGIC = 0x31535057;  // 'WPS1'
@@ -24,20 +26,11 @@ export function siteKey(indexURL, version, sha256s) {
   return new URL(`webnn-site-v${FORMAT}-${encodeURIComponent(version)}-${sha256s.join('-')}.bin`, indexURL).href;
 }
 
-async function openCache() {
-  try {
-    if (typeof caches === 'undefined' || !caches) return null;
-    return await caches.open(CACHE);
-  } catch (e) {
-    return null;
-  }
-}
-
 const hex = (buffer) => Array.from(new Uint8Array(buffer), (b) => b.toString(16).padStart(2, '0')).join('');
 
 /** [{path, data}] from the entry at key, or null (none, no Cache Storage, or damaged: then deleted). */
 export async function readSite(key, mark = () => {}) {
-  const cache = await openCache();
+  const cache = await openCache(CACHE);
   mark('siteOpen');
   if (!cache || !globalThis.crypto || !crypto.subtle) return null;
   let bytes;
@@ -75,7 +68,7 @@ function parse(bytes) {
 
 /** Store files ([{path, data}]) under key; resolves when stored (or not: quota, no Cache Storage). */
 export async function writeSite(key, files) {
-  const cache = await openCache();
+  const cache = await openCache(CACHE);
   if (!cache || !globalThis.crypto || !crypto.subtle) return false;
   const header = new TextEncoder().encode(JSON.stringify(files.map((f) => [f.path, f.data.length])));
   const bytes = new Uint8Array(8 + header.length + files.reduce((n, f) => n + f.data.length, 0));

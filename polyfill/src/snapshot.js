@@ -18,11 +18,12 @@ function snapshotKey(indexURL, version) {
   return new URL(`webnn-snapshot-v${FORMAT}-${encodeURIComponent(version)}.bin`, indexURL).href;
 }
 
-async function openCache() {
+/** The Cache Storage cache `name` (this module's by default), or null where the page or worker has none. */
+export async function openCache(name = CACHE) {
   try {
     // Cache Storage exists only in secure contexts (https, localhost) and not in every private mode.
     if (typeof caches === 'undefined' || !caches) return null;
-    return await caches.open(CACHE);
+    return await caches.open(name);
   } catch (e) {
     return null;
   }
