@@ -121,7 +121,9 @@ async function run(name, {reps = 10, warmup = 2, seconds = 60, threads = [1, 2],
   const entry = (await index())[name];
   const p = await buildPolyfill(name);
   const impls = {polyfill: (f) => runPolyfill(p, f)};
-  if (entry.onnx && ort) {
+  // a case with an ONNX file is a ratio to onnxruntime-web: without it the case fails rather than print no ratio
+  if (entry.onnx && !ort) throw new Error('onnxruntime-web did not load (/vendor/ort/ort.wasm.min.js; npm ci)');
+  if (entry.onnx) {
     for (const t of threads) {
       const s = await ortSession(name, t);
       impls[`ort-wasm-${t}t`] = (f) => runOrt(s, entry, f);
