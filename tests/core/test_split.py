@@ -19,21 +19,23 @@ from py_core.runtime.executor import prepare
 RNG = np.random.default_rng(16)
 
 
-def const(b: GraphBuilder, shape: list[int], scale: float = 0.1) -> Any:
-    data = (RNG.standard_normal(shape) * scale).astype(np.float32)
+def const(b: GraphBuilder, shape: list[int], scale: float = 0.1, rng: Any = RNG) -> Any:
+    data = (rng.standard_normal(shape) * scale).astype(np.float32)
     return b.constant({"dataType": "float32", "shape": shape}, data.tobytes())
 
 
 def small_graph(batch: int) -> Any:
     """conv2d + clamp + broadcast add + pool + reshape + gemm + softmax: every rule the CNNs need."""
     b = GraphBuilder()
+    rng = np.random.default_rng(5)  # the same weights at every batch
     x = b.input("x", {"dataType": "float32", "shape": [batch, 3, 16, 16]})
-    y = b.call("conv2d", {"input": x, "filter": const(b, [8, 3, 3, 3]), "bias": const(b, [8]), "padding": [1] * 4})
+    y = b.call("conv2d", {"input": x, "filter": const(b, [8, 3, 3, 3], rng=rng), "bias": const(b, [8], rng=rng),
+                          "padding": [1] * 4})
     y = b.call("clamp", {"input": y, "minValue": 0.0, "maxValue": 6.0})
-    y = b.call("add", {"a": y, "b": const(b, [1, 8, 1, 1])})
+    y = b.call("add", {"a": y, "b": const(b, [1, 8, 1, 1], rng=rng)})
     y = b.call("averagePool2d", {"input": y})
     y = b.call("reshape", {"input": y, "newShape": [batch, 8]})
-    y = b.call("gemm", {"a": y, "b": const(b, [8, 5]), "c": const(b, [5])})
+    y = b.call("gemm", {"a": y, "b": const(b, [8, 5], rng=rng), "c": const(b, [5], rng=rng)})
     y = b.call("softmax", {"input": y, "axis": 1})
     return b.build({"y": y})
 
