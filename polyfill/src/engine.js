@@ -6,6 +6,7 @@
 
 import {bootPyodide} from './boot.js';
 import {installWheel} from './wheels.js';
+import {createSplit} from './split.js';
 
 /**
  * An engine answering the rpc.js protocol. `post(message, transfer)` sends to the client, `close()` ends the
@@ -220,13 +221,20 @@ export function createEngine({post, close, switches}) {
       transfer: [...msg.inputs, ...msg.outputs].map((m) => m.buffer)};
   }
 
+  // one graph over both cores (split.js): a batch-separable graph runs half here, half on the peer worker
+  const split = createSplit({pyodide: () => pyodide, glue: () => glue, unwrap, switches});
+
   const handlers = {
     init,
     build: async (m) => {
-      const info = unwrap(glue.build(m.ctx, m.gid, m.graph, m.constIds, m.buffers, m.constantTensors));
+      const splitting = m.split && split.on;
+      const info = splitting ? split.build(m)
+        : unwrap(glue.build(m.ctx, m.gid, m.graph, m.constIds, m.buffers, m.constantTensors));
       await maybeLoadBlas(info);
-      return info;
+      return splitting ? split.built(m, info) : info;
     },
+    link: (m) => split.link(m.port),
+    splitPeer: (m) => split.attach(m),
     createTensor: (m) => unwrap(glue.create_tensor(m.ctx, m.tid, m.desc, m.readable, m.writable, m.constant,
       m.data || null)),
     write: (m) => {
@@ -238,7 +246,8 @@ export function createEngine({post, close, switches}) {
         if (m.recycle) recycled.push(m.data.buffer);
       }
     },
-    dispatch: (m) => valueOrThrow(glue.dispatch(m.ctx, m.gid, m.inputs, m.outputs)),
+    dispatch: (m) => (split.has(m.gid) ? split.dispatch(m)
+      : valueOrThrow(glue.dispatch(m.ctx, m.gid, m.inputs, m.outputs))),
     read: (m) => {
       const buffer = heapBytes(valueOrThrow(glue.read_tensor(m.ctx, m.tid, m.n)), m.n, m.into);
       return {value: buffer, transfer: [buffer]};
@@ -246,9 +255,9 @@ export function createEngine({post, close, switches}) {
     compute,
     loadModel,
     destroyTensor: (m) => unwrap(glue.destroy_tensor(m.tid)),
-    destroyGraph: (m) => unwrap(glue.destroy_graph(m.gid)),
-    destroyContext: (m) => unwrap(glue.destroy_context(m.ctx)),
-    stats: () => ({...JSON.parse(unwrap(glue.stats())), blas, ...memory()}),
+    destroyGraph: (m) => { split.forget(m.gid); return unwrap(glue.destroy_graph(m.gid)); },
+    destroyContext: (m) => { split.forgetContext(m.ctx); return unwrap(glue.destroy_context(m.ctx)); },
+    stats: () => ({...JSON.parse(unwrap(glue.stats())), blas, ...memory(), ...split.stats()}),
   };
 
   async function handle(msg) {
@@ -326,7 +335,13 @@ export function createEngine({post, close, switches}) {
 
   return (message) => {
     // an array is a batch: its replies go back together, after its last message
-    const batch = Array.isArray(message) ? message : [message];
+    let batch = Array.isArray(message) ? message : [message];
+    // the split peer's loss is handled at once: a split dispatch in the queue may be waiting for that peer
+    if (batch.some((m) => m && m.type === 'peerLost')) {
+      split.peerLost();
+      batch = batch.filter((m) => !m || m.type !== 'peerLost');
+      if (!batch.length) return;
+    }
     batch.forEach((m, i) => queue.push([m, i === batch.length - 1]));
     if (!pumping) pump();
   };
