@@ -19,6 +19,7 @@ export function createSplit({pyodide, glue, unwrap, switches}) {
   const pending = new Map();  // request id -> {resolve, reject}
   const graphs = new Map();  // gid -> {ctx, parts, peer}: graphs built here for a part of their batch
   const stash = new Map();  // gid -> what the peer builds from, until the page says whether there is one
+  const last = {local: 0, wait: 0, served: 0};  // ms of the last split dispatch's own part, its wait, a peer run
   const served = new Map();  // gid -> ctx (both negated) of the part graphs this worker holds for its peer
 
   function sg() {
@@ -49,6 +50,7 @@ export function createSplit({pyodide, glue, unwrap, switches}) {
         served.set(msg.gid, msg.ctx);
         answer(true);
       } else if (msg.type === 'run') {
+        const t0 = performance.now();
         const result = unwrap(g.compute(msg.ctx, msg.gid, JSON.stringify(msg.names), msg.inputs));
         const out = {};
         try {
@@ -71,6 +73,7 @@ export function createSplit({pyodide, glue, unwrap, switches}) {
         } finally {
           result.destroy();
         }
+        last.served = performance.now() - t0;
         answer(out, Object.values(out));
       } else if (msg.type === 'destroyGraph') {
         served.delete(msg.gid);
@@ -165,8 +168,10 @@ export function createSplit({pyodide, glue, unwrap, switches}) {
         inputs.map((b) => b.buffer));
       peerRun.catch(() => {});
     }
+    const t0 = performance.now();
     try {
       unwrap(s.run(m.ctx, m.gid, m.inputs, m.outputs, 0));
+      last.local = performance.now() - t0;
     } catch (e) {
       if (peerRun) await peerRun.catch(() => {});
       throw e;
@@ -174,8 +179,10 @@ export function createSplit({pyodide, glue, unwrap, switches}) {
     for (let index = 1; index < g.parts; index++) {
       if (index === 1 && peerRun) {
         let out = null;
+        const t1 = performance.now();
         try {
           out = await peerRun;
+          last.wait = performance.now() - t1;
         } catch (e) {
           console.warn(`WebNN polyfill: a part of a split dispatch runs here: ${e && e.message}`);
         }
@@ -221,6 +228,6 @@ export function createSplit({pyodide, glue, unwrap, switches}) {
     has: (gid) => graphs.has(gid),
     build, built, attach, dispatch, forget, forgetContext, link, peerLost,
     stats: () => ({splitGraphs: graphs.size, splitPeerGraphs: [...graphs.values()].filter((g) => g.peer).length,
-      splitServed: served.size}),
+      splitServed: served.size, splitLast: {...last}}),
   };
 }
