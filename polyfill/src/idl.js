@@ -102,10 +102,11 @@ export function toMLNumberValue(v, where) {
   return toNumeric(v, where);
 }
 
-/** MLNumber encoded for JSON: non-finite and bigint values are tagged for the core. */
+/** MLNumber encoded for JSON: non-finite, -0 and bigint values are tagged for the core. */
 export function toMLNumber(v, where) {
   const n = toNumeric(v, where);
   if (typeof n === 'bigint') return {$n: n.toString()};
+  if (Object.is(n, -0)) return {$n: '-0.0'};  // JSON.stringify(-0) is "0"; the core reads "-0.0" as a float -0
   return Number.isFinite(n) ? n : {$n: String(n)};
 }
 

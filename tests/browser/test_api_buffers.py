@@ -130,6 +130,7 @@ async () => {
     i32half3: b.constant('int32', 3.5), u32nan: b.constant('uint32', NaN), i64big: b.constant('int64', 2n ** 62n + 1n),
     u64max: b.constant('uint64', 2n ** 64n - 1n), i64clamp: b.constant('int64', 2n ** 70n), f32: b.constant('float32', 1 / 3),
     f16: b.constant('float16', 1 / 3), f16inf: b.constant('float16', 70000), i32num: b.constant('int32', 1e12),
+    f32negzero: b.constant('float32', -0),
   };
   // MLNumber options keep bigint precision through the builder and the worker
   const i64 = b.constant({dataType: 'int64', shape: [3]}, BigInt64Array.from([2n ** 63n - 1n, -(2n ** 63n), 5n]));
@@ -139,6 +140,7 @@ async () => {
     clampBig: b.clamp(i64, {minValue: -(2n ** 62n), maxValue: 2n ** 62n + 1n}),
     padBig: b.pad(u64, [1], [1], {value: 2n ** 64n - 1n}),
     clampInf: b.clamp(b.constant({dataType: 'float32', shape: [2]}, Float32Array.from([-1e30, 1e30])), {minValue: -Infinity}),
+    padNegZero: b.pad(b.constant({dataType: 'float32', shape: [1]}, Float32Array.from([1])), [1], [1], {value: -0}),
   };
   for (const [k, v] of Object.entries(consts)) outputs[k] = b.identity(v);
   const g = await b.build(outputs);
@@ -146,9 +148,12 @@ async () => {
                  clampInf: new Float32Array(2), i8: new Int8Array(1), u8: new Uint8Array(1), i32half: new Int32Array(1),
                  i32half3: new Int32Array(1), u32nan: new Uint32Array(1), i64big: new BigInt64Array(1),
                  u64max: new BigUint64Array(1), i64clamp: new BigInt64Array(1), f32: new Float32Array(1),
-                 f16: new Uint16Array(1), f16inf: new Uint16Array(1), i32num: new Int32Array(1)};
+                 f16: new Uint16Array(1), f16inf: new Uint16Array(1), i32num: new Int32Array(1),
+                 f32negzero: new Float32Array(1), padNegZero: new Float32Array(3)};
   const res = await ctx.compute(g, {}, views);
-  r.constants = Object.fromEntries(Object.entries(res.outputs).map(([k, v]) => [k, Array.from(v, String)]));
+  // String(-0) is "0": the sign of zero is written out
+  const text = (x) => (Object.is(x, -0) ? '-0' : String(x));
+  r.constants = Object.fromEntries(Object.entries(res.outputs).map(([k, v]) => [k, Array.from(v, text)]));
   ctx.destroy();
   return r;
 }
@@ -180,6 +185,7 @@ def test_exact_values_for_64_bit_float16_and_cast_constants(webnn_page: Any) -> 
     assert c["f16"] == [str(0x3555)], "1/3 rounds to the nearest float16"
     assert c["f16inf"] == [str(0x7C00)], "beyond the float16 range casts to Infinity"
     assert c["i32num"] == [str(2**31 - 1)]
+    assert c["f32negzero"] == ["-0"] and c["padNegZero"] == ["-0", "1", "-0"], "-0 keeps its sign on the way in"
 
 
 # MLNumber scalars as text, so that NaN, +/-Infinity, -0 and bigints ("...n") cross to the page exactly:

@@ -159,7 +159,7 @@ def test_face_detection_box_covers_her_face(gallery: Gallery, astronaut: np.ndar
     np.testing.assert_allclose(box, ref_box, atol=4.0)
     assert snap["latency"][0] > 0 and gallery.stat("Inference (last)").endswith("ms")
     assert snap["tasks"]["polyfill"]["status"] == "done" and snap["tasks"]["loader"]["status"] == "done"
-    assert "converted in the page" in snap["tasks"]["model:face_detection_short_range"]["msg"]
+    assert "converted in the polyfill's worker" in snap["tasks"]["model:face_detection_short_range"]["msg"]
     log = gallery.page.evaluate("window.gallery.log()")  # the progress the page showed on the way
     assert len({e["msg"] for e in log if e["task"] == "polyfill"}) >= 6  # the polyfill's boot stages
     assert {"loader", "model:face_detection_short_range"} <= {e["task"] for e in log}

@@ -116,7 +116,7 @@ function runnerFor(model, impl = state.impl) {
       const program = await loadProgram(model, {onProgress: modelProgress(model)});
       task(id, {label: model, msg: `building the graph (${impl})`});
       const {runner, buildMs} = await GraphRunner.create(impl, program);
-      const how = {converted: `converted in the page in ${program.convertMs} ms`,
+      const how = {converted: `converted in the polyfill's worker in ${program.convertMs} ms`,
         cache: 'program from the browser cache', file: 'program file'}[program.source];
       task(id, {label: model, status: 'done', msg: `${how}, built in ${Math.round(buildMs)} ms`});
       return {runner, buildMs, program};

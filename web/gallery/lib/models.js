@@ -1,5 +1,5 @@
 // Where the gallery's models come from, as graph files ({program: the JSON, weights}, docs/graph-file.md):
-//  - MediaPipe .tflite files (served by the dev server at /models/<name>.tflite) are converted in the page by
+//  - MediaPipe .tflite files (served by the dev server at /models/<name>.tflite) are converted by
 //    the TFLite loader running in the polyfill's execution worker (webnnPolyfill.loadModel: the Pyodide that
 //    runs graphs, not one of its own);
 //  - the digits network is a graph file written by scripts/train_digits.py.
