@@ -12,10 +12,10 @@ shape-carrying options such as reshape's newShape rewritten), and the parts' out
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
+from py_core.bridge.jsonnum import dumps
 from py_core.compiler.stats import product_flops
 from py_core.graph import Graph, _jsonable
 from py_core.kernels import traits
@@ -89,4 +89,4 @@ def plan_split(graph: Graph, parts: int = 2, min_flops: float | None = None) -> 
             o["shape"] = [part, *o["shape"][1:]]
     for index, new in options.items():
         data["operations"][index]["options"] = _jsonable(new)
-    return SplitPlan(batch, parts, json.dumps(data))
+    return SplitPlan(batch, parts, dumps(data))  # the tags keep non-finite and -0 options exact

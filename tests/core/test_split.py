@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from py_core.bridge import split_glue
+from py_core.bridge.jsonnum import dumps
 from py_core.bridge.worker_host import WorkerHost
 from py_core.builder import GraphBuilder
 from py_core.compiler.split import plan_split
@@ -75,8 +76,7 @@ def run_split(graph: Any, inputs: dict[str, np.ndarray], parts: int = 2) -> dict
     batch."""
     host = WorkerHost()
     constants = {i: graph.constants[i] for i in graph.constants}
-    import json
-    info = split_glue.build_split(host, 1, 7, json.dumps(graph.to_json()), constants, {}, parts, 0.0)
+    info = split_glue.build_split(host, 1, 7, dumps(graph.to_json()), constants, {}, parts, 0.0)
     assert info["split"] == parts
     ins, outs = {}, {}
     tid = 100
@@ -216,13 +216,11 @@ def test_per_item_operators_split_and_their_parts_match(op: str, args: dict[str,
 
 
 def test_a_split_dispatch_checks_bindings_against_the_whole_graph() -> None:
-    import json
-
     from py_core.errors import WebNNTypeError
 
     graph = small_graph(4)
     host = WorkerHost()
-    split_glue.build_split(host, 1, 9, json.dumps(graph.to_json()), dict(graph.constants), {}, 2, 0.0)
+    split_glue.build_split(host, 1, 9, dumps(graph.to_json()), dict(graph.constants), {}, 2, 0.0)
     host.create_tensor(1, 1, {"dataType": "float32", "shape": [2, 3, 16, 16]}, False, True)  # a part's shape
     host.create_tensor(1, 2, {"dataType": "float32", "shape": [4, 5]}, True, False)
     with pytest.raises(WebNNTypeError, match="input 'x'"):
@@ -231,3 +229,38 @@ def test_a_split_dispatch_checks_bindings_against_the_whole_graph() -> None:
         split_glue.run_part(host, 1, 9, {"x": 1}, {"y": 2}, 0)
     assert host.tensors[2].error is not None  # recorded on the output, as an unsplit dispatch does
     split_glue.forget(9)
+
+
+def test_wpt_cases_that_split_pass_through_the_split_path() -> None:
+    """Conformance with the split on: every vendored WPT case whose graph splits (any work size) runs as two
+    parts and meets the case's own tolerance, as the unsplit run does (tests/core/test_wpt.py)."""
+    from helpers import wpt_dir
+
+    from py_core.spec import OPS
+    from py_core.testing import wpt
+    from py_core.testing.tolerance import check, graph_tolerance
+
+    split, failures = 0, []
+    for case in wpt.load_dir(wpt_dir()):
+        g = case.graph
+        if any(wpt.has_null(g.get(k)) for k in ("inputs", "operators", "expectedOutputs")):
+            continue
+        if any(op["name"] not in OPS for op in g.get("operators", [])):
+            continue
+        try:
+            built, feeds, contexts = wpt.build_graph(g)
+        except Exception:  # noqa: BLE001 - an invalid case: test_wpt.py reports those
+            continue
+        if set(feeds) != set(built.inputs) or plan_split(built, 2, 0.0) is None:
+            continue
+        split += 1
+        actual = run_split(built, feeds)
+        for name, exp in g["expectedOutputs"].items():
+            dtype, shape = exp["descriptor"]["dataType"], tuple(exp["descriptor"]["shape"])
+            values, prefix = wpt.expected_values(exp["data"], dtype, shape)
+            got = actual[name].reshape(-1)[: values.size] if prefix else actual[name]
+            ok, max_ulp, max_abs = check(contexts, got, values, dtype, tolerance=graph_tolerance(contexts, dtype))
+            if not ok:
+                failures.append(f"{case.id}: {name}: {max_ulp} ULP, {max_abs} abs")
+    assert split >= 100, split  # the conformance set has plenty of batched graphs
+    assert not failures, failures[:10]
