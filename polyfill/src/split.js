@@ -226,6 +226,7 @@ export function createSplit({pyodide, glue, unwrap, switches}) {
   return {
     on,
     has: (gid) => graphs.has(gid),
+    glue: sg,
     build, built, attach, dispatch, forget, forgetContext, link, peerLost,
     stats: () => ({splitGraphs: graphs.size, splitPeerGraphs: [...graphs.values()].filter((g) => g.peer).length,
       splitServed: served.size, splitLast: {...last}}),

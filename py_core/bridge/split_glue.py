@@ -138,6 +138,20 @@ def output_parts(host: WorkerHost, ctx: int, gid: int, outputs: dict[str, int], 
     return out
 
 
+def compute_parts(host: WorkerHost, ctx: int, gid: int, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Legacy compute() of a split graph: whole-batch inputs in, every part run here, whole outputs out."""
+    entry = _split(host, ctx, gid)
+    exe = host._graph(gid, ctx)
+    if set(inputs) != set(entry.inputs):
+        raise WebNNTypeError(f"inputs {sorted(inputs)} do not match the graph's inputs {sorted(entry.inputs)}")
+    for name, arr in inputs.items():
+        desc = entry.inputs[name]
+        if arr.dtype != np.dtype(desc.data_type.numpy_name) or tuple(arr.shape) != desc.shape:
+            raise WebNNTypeError(f"input '{name}' is {arr.dtype}{list(arr.shape)}, the graph expects {desc}")
+    parts = [exe.run({n: _rows(a, entry.plan, i) for n, a in inputs.items()}) for i in range(entry.plan.parts)]
+    return {name: np.concatenate([p[name] for p in parts]) for name in entry.outputs}
+
+
 def fail_outputs(host: WorkerHost, ctx: int, outputs: dict[str, int], message: str) -> None:
     for tid in outputs.values():
         slot = host.tensors.get(tid)
@@ -166,6 +180,25 @@ def build(ctx: int, gid: int, graph_json: str, const_ids_json: str, const_buffer
         return build_split(HOST, ctx, gid, graph_json, data, tensors, parts, min_flops)
 
     return safe_call(_build)
+
+
+def compute(ctx: int, gid: int, names_json: str, buffers: Any) -> list[Any]:
+    """pyodide_glue.compute for a split graph (same reply)."""
+
+    def _compute() -> list[Any]:
+        entry = _split(HOST, ctx, gid)
+        inputs = {}
+        for name, buf in zip(json.loads(names_json), buffers, strict=True):
+            desc = entry.inputs.get(name)
+            if desc is None:
+                raise WebNNTypeError(f"compute: the graph has no input named '{name}'")
+            target = np.zeros(desc.shape, dtype=np.dtype(desc.data_type.numpy_name))
+            buf.assign_to(target.reshape(-1).view(np.uint8))
+            inputs[name] = target
+        results = compute_parts(HOST, ctx, gid, inputs)
+        return [json.dumps(list(results)), [memoryview(np.ascontiguousarray(a)).cast("B") for a in results.values()]]
+
+    return safe_call(_compute)
 
 
 def _bindings(text: str) -> dict[str, int]:
