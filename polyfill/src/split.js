@@ -120,22 +120,41 @@ export function createSplit({pyodide, glue, unwrap, switches}) {
     served.clear();
   }
 
-  /** build: a separable graph for one part of its batch (info.split: parts), else the whole graph. */
+  /** build: a separable graph for one part of its batch (info.split: parts), else the whole graph.  With a peer
+   *  linked already, the peer builds its part graph while this worker builds its own. */
   function build(m) {
     const {parts, minFlops} = m.split;
-    return unwrap(sg().build(m.ctx, m.gid, m.graph, m.constIds, m.buffers, m.constantTensors, parts,
-      typeof minFlops === 'number' ? minFlops : null));
+    const part = unwrap(sg().plan(m.ctx, m.gid, m.graph, m.constIds, m.buffers, m.constantTensors, parts,
+      typeof minFlops === 'number' ? minFlops : null));  // the constants are copied into Python here
+    let peerBuild = null;
+    if (part && port) {
+      peerBuild = request('build', {ctx: -m.ctx, gid: -m.gid, graph: part, constIds: m.constIds,
+        buffers: m.buffers}, [...new Set(m.buffers.map((b) => b.buffer))]);
+      peerBuild.catch(() => {});
+    }
+    let info;
+    try {
+      info = unwrap(sg().build(m.ctx, m.gid));
+    } catch (e) {
+      if (peerBuild) peerBuild.then(() => notify('destroyGraph', {gid: -m.gid}), () => {});
+      throw e;
+    }
+    if (peerBuild || part) {
+      const split = info.get('split');
+      if (!split && peerBuild) peerBuild.then(() => notify('destroyGraph', {gid: -m.gid}), () => {});
+      if (split) {
+        graphs.set(m.gid, {ctx: m.ctx, parts: split, peer: false});
+        stash.set(m.gid, peerBuild ? {peerBuild} : {graph: part, constIds: m.constIds, buffers: m.buffers});
+      }
+    }
+    return info;
   }
 
-  /** The build's info for the page; a split graph's part graph kept here for the peer. */
+  /** The build's info for the page (the part graph's JSON stays here). */
   function built(m, info) {
     const out = info.toJs({dict_converter: Object.fromEntries});
     info.destroy();
-    if (out.split) {
-      graphs.set(m.gid, {ctx: m.ctx, parts: out.split, peer: false});
-      stash.set(m.gid, {graph: out.splitGraph, constIds: m.constIds, buffers: m.buffers});
-      delete out.splitGraph;
-    }
+    delete out.splitGraph;
     return out;
   }
 
@@ -144,10 +163,11 @@ export function createSplit({pyodide, glue, unwrap, switches}) {
     const g = graphs.get(m.gid);
     const kept = stash.get(m.gid);
     stash.delete(m.gid);
-    if (!g || !kept || !m.peer || !port) return {peer: false};
+    if (!g || !kept) return {peer: false};
+    if (!kept.peerBuild && (!m.peer || !port)) return {peer: false};
     try {
-      await request('build', {ctx: -g.ctx, gid: -m.gid, graph: kept.graph, constIds: kept.constIds,
-        buffers: kept.buffers}, [...new Set(kept.buffers.map((b) => b.buffer))]);
+      await (kept.peerBuild || request('build', {ctx: -g.ctx, gid: -m.gid, graph: kept.graph,
+        constIds: kept.constIds, buffers: kept.buffers}, [...new Set(kept.buffers.map((b) => b.buffer))]));
       if (graphs.get(m.gid) === g) g.peer = true;
     } catch (e) {
       console.warn(`WebNN polyfill: the graph runs on one worker: the peer could not build it: ${e && e.message}`);

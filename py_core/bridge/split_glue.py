@@ -40,18 +40,47 @@ class SplitGraph:
 SPLITS: dict[int, SplitGraph] = {}
 
 
+@dataclass
+class Planned:
+    """A build between plan_build and build_planned: what the graph is built from, and its split plan."""
+
+    graph_json: str
+    constants: dict[int, Any]
+    constant_tensors: dict[int, int]
+    graph: Any = None
+    plan: SplitPlan | None = None
+
+
+PLANNED: dict[int, Planned] = {}
+
+
+def plan_build(ctx: int, gid: int, graph_json: str, constants: dict[int, Any], constant_tensors: dict[int, int],
+               parts: int, min_flops: float | None = None) -> str | None:
+    """The first half of build_split: the part graph's JSON when the graph splits (the JavaScript side sends it
+    to the peer, which then builds while this worker does), else None; build_planned finishes."""
+    entry = PLANNED[gid] = Planned(graph_json, constants, constant_tensors)
+    if parts >= 2 and not constant_tensors:  # a constant tensor lives in this worker only
+        try:
+            entry.graph = graph_from_json(loads(graph_json), constants)
+            entry.plan = plan_split(entry.graph, parts, min_flops)
+        except WebNNError:
+            entry.plan = None  # build_planned reports it
+    return entry.plan.graph_json if entry.plan is not None else None
+
+
 def build_split(host: WorkerHost, ctx: int, gid: int, graph_json: str, constants: dict[int, Any],
                 constant_tensors: dict[int, int], parts: int, min_flops: float | None = None) -> dict[str, Any]:
     """host.build, but a batch-separable graph is built for 1/parts of its batch (info "split": parts and
     "splitGraph": that graph's JSON, for the peer); anything else is built whole, as host.build does."""
-    plan = None
-    graph = None
-    if parts >= 2 and not constant_tensors:  # a constant tensor lives in this worker only
-        try:
-            graph = graph_from_json(loads(graph_json), constants)
-            plan = plan_split(graph, parts, min_flops)
-        except WebNNError:
-            plan = None  # host.build below reports it
+    plan_build(ctx, gid, graph_json, constants, constant_tensors, parts, min_flops)
+    return build_planned(host, ctx, gid)
+
+
+def build_planned(host: WorkerHost, ctx: int, gid: int) -> dict[str, Any]:
+    """The second half of build_split."""
+    entry = PLANNED.pop(gid)
+    plan, graph = entry.plan, entry.graph
+    graph_json, constants, constant_tensors = entry.graph_json, entry.constants, entry.constant_tensors
     if plan is not None and graph is not None:
         try:
             info = host.build(ctx, gid, plan.graph_json, constants, {})
@@ -171,15 +200,21 @@ def forget_context(ctx: int) -> None:
 # ------------------------------------------------------------------------------- JavaScript entry points
 
 
-def build(ctx: int, gid: int, graph_json: str, const_ids_json: str, const_buffers: Any,
-          constant_tensors_json: str, parts: int, min_flops: float | None = None) -> list[Any]:
-    def _build() -> dict[str, Any]:
+def plan(ctx: int, gid: int, graph_json: str, const_ids_json: str, const_buffers: Any,
+         constant_tensors_json: str, parts: int, min_flops: float | None = None) -> list[Any]:
+    """[error, the part graph's JSON or None]; the constants are copied here (the buffers may go to the peer)."""
+    def _plan() -> str | None:
         ids = json.loads(const_ids_json)
         data = {int(i): buf.to_bytes() for i, buf in zip(ids, const_buffers, strict=True)}
         tensors = {int(k): int(v) for k, v in json.loads(constant_tensors_json).items()}
-        return build_split(HOST, ctx, gid, graph_json, data, tensors, parts, min_flops)
+        return plan_build(ctx, gid, graph_json, data, tensors, parts, min_flops)
 
-    return safe_call(_build)
+    return safe_call(_plan)
+
+
+def build(ctx: int, gid: int) -> list[Any]:
+    """[error, build info] of the graph plan() planned."""
+    return safe_call(build_planned, HOST, ctx, gid)
 
 
 def compute(ctx: int, gid: int, names_json: str, buffers: Any) -> list[Any]:

@@ -69,6 +69,11 @@ async () => {
   ctx.writeTensor(split.xt, x2);
   ctx.dispatch(split.graph, {x: split.xt}, {y: split.yt});
   const queued = same(new Float32Array(await ctx.readTensor(split.yt)), await run(whole, x2));
+  // a second split graph: the peer is linked already, so it builds its half while the owner builds its own
+  const split2 = await build(true, 'small');
+  const second = same(await run(split2, x2), await run(whole, x2));
+  const afterSecond = await stats();
+  split2.graph.destroy();
   // legacy compute() of the split graph: every part in the owner
   const legacy = await ctx.compute(split.graph, {x: x2.slice()}, {y: new Float32Array(20)});
   const computed = same(legacy.outputs.y, await run(whole, x2));
@@ -82,7 +87,7 @@ async () => {
     await new Promise((r) => setTimeout(r, 20));
     afterDestroy = await stats();
   }
-  return {before, afterOff, afterSplit, results, queued, computed, afterMixing, afterDestroy,
+  return {before, afterOff, afterSplit, results, queued, computed, second, afterSecond, afterMixing, afterDestroy,
     mixedLength: mixed.length, finite: mixed.every(Number.isFinite)};
 }
 """
@@ -104,6 +109,7 @@ def test_a_batch_separable_graph_runs_on_both_workers_with_the_unsplit_results(s
     assert r["afterSplit"]["graphs"] == r["afterOff"]["graphs"] + 2
     assert r["results"] == [True, True, True]  # bitwise the unsplit graph's outputs
     assert r["queued"] and r["computed"]
+    assert r["second"] and r["afterSecond"]["splitPeerGraphs"] == 2 and r["afterSecond"]["splitServed"] == 2
     assert r["afterMixing"]["splitGraphs"] == 1  # the graph reducing over the batch stayed whole
     assert r["mixedLength"] == 8 * 14 * 14 and r["finite"]
     assert r["afterDestroy"]["splitGraphs"] == 0 and r["afterDestroy"]["splitServed"] == 0
