@@ -19,7 +19,8 @@ export function createSplit({pyodide, glue, unwrap, switches}) {
   const pending = new Map();  // request id -> {resolve, reject}
   const graphs = new Map();  // gid -> {ctx, parts, peer}: graphs built here for a part of their batch
   const stash = new Map();  // gid -> what the peer builds from, until the page says whether there is one
-  const last = {local: 0, wait: 0, served: 0};  // ms of the last split dispatch's own part, its wait, a peer run
+  const last = {local: 0, wait: 0, served: 0};
+  const counts = {peer: 0, here: 0};  // parts past the first: run by the peer, run here (no peer, or it failed)  // ms of the last split dispatch's own part, its wait, a peer run
   const served = new Map();  // gid -> ctx (both negated) of the part graphs this worker holds for its peer
 
   function sg() {
@@ -212,11 +213,13 @@ export function createSplit({pyodide, glue, unwrap, switches}) {
           if (at.every(([name, , n]) => out[name] && out[name].byteLength === n)) {
             const heap = pyodide()._module.HEAPU8;
             for (const [name, address] of at) heap.set(new Uint8Array(out[name]), address);
+            counts.peer++;
             continue;
           }
         }
       }
       unwrap(s.run(m.ctx, m.gid, m.inputs, m.outputs, index));
+      counts.here++;
     }
     return undefined;
   }
@@ -249,6 +252,6 @@ export function createSplit({pyodide, glue, unwrap, switches}) {
     glue: sg,
     build, built, attach, dispatch, forget, forgetContext, link, peerLost,
     stats: () => ({splitGraphs: graphs.size, splitPeerGraphs: [...graphs.values()].filter((g) => g.peer).length,
-      splitServed: served.size, splitLast: {...last}}),
+      splitServed: served.size, splitLast: {...last}, splitPartsOnPeer: counts.peer, splitPartsHere: counts.here}),
   };
 }

@@ -52,7 +52,7 @@ async () => {
   const stats = async () => {
     const s = await webnnPolyfill.workerStats();
     return {workers: s.workers, graphs: s.graphs, splitGraphs: s.splitGraphs, splitPeerGraphs: s.splitPeerGraphs,
-      splitServed: s.splitServed};
+      splitServed: s.splitServed, onPeer: s.splitPartsOnPeer, here: s.splitPartsHere};
   };
   const before = await stats();
   const whole = await build(false, 'small');
@@ -77,6 +77,7 @@ async () => {
   // legacy compute() of the split graph: every part in the owner
   const legacy = await ctx.compute(split.graph, {x: x2.slice()}, {y: new Float32Array(20)});
   const computed = same(legacy.outputs.y, await run(whole, x2));
+  const afterRuns = await stats();
   const mixing = await build(true, 'mixing');
   const afterMixing = await stats();
   const mixed = await run(mixing, x1);
@@ -87,7 +88,7 @@ async () => {
     await new Promise((r) => setTimeout(r, 20));
     afterDestroy = await stats();
   }
-  return {before, afterOff, afterSplit, results, queued, computed, second, afterSecond, afterMixing, afterDestroy,
+  return {before, afterOff, afterSplit, afterRuns, results, queued, computed, second, afterSecond, afterMixing, afterDestroy,
     mixedLength: mixed.length, finite: mixed.every(Number.isFinite)};
 }
 """
@@ -109,6 +110,8 @@ def test_a_batch_separable_graph_runs_on_both_workers_with_the_unsplit_results(s
     assert r["afterSplit"]["graphs"] == r["afterOff"]["graphs"] + 2
     assert r["results"] == [True, True, True]  # bitwise the unsplit graph's outputs
     assert r["queued"] and r["computed"]
+    # every split dispatch's second half ran on the peer (5 + the second graph's 1), none fell back to the owner
+    assert r["afterRuns"]["onPeer"] == 6 and r["afterRuns"]["here"] == 0
     assert r["second"] and r["afterSecond"]["splitPeerGraphs"] == 2 and r["afterSecond"]["splitServed"] == 2
     assert r["afterMixing"]["splitGraphs"] == 1  # the graph reducing over the batch stayed whole
     assert r["mixedLength"] == 8 * 14 * 14 and r["finite"]
