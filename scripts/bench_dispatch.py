@@ -2,7 +2,7 @@
 server's web/pages/clients (onnxruntime-web loaded, the polyfill beside it):
 
     python scripts/bench_dispatch.py [--browser chromium] [--reps 30] [--cases encoder_bert,dispatch,two_contexts]
-                                     [--switches native=0] [--capture DIR]
+                                     [--switches native=0] [--capture DIR] [--compare direct=0 --rounds 3]
 
 Each case is one function of a Playwright page that returns a JSON-able dict; `python -m web.bench perf` (make
 bench) runs them all on its own page (run_small_ops; the case name small_ops):
@@ -10,6 +10,8 @@ bench) runs them all on its own page (run_small_ops; the case name small_ops):
 `dispatch_overhead` (writeTensor, dispatch, readTensor of a 1-operator graph), `data_path` (writeTensor and
 readTensor of 1 and 4 MB) and `two_contexts` (the same graph dispatched on one context, then on two contexts at
 once: concurrent if the contexts run on two workers).
+--compare opens a second page with other worker URL switches and runs the cases in both, interleaved (the
+before/after of a switch in one browser).
 --capture writes the graphs ORT builds (the build messages to the worker) for scripts/profile_pyodide.mjs.
 """
 
@@ -59,12 +61,13 @@ def ort_encoder(page: Any, model: str = "encoder_bert", shape: tuple[int, ...] =
 
 
 DISPATCH_JS = r"""
-async ({reps, size}) => {
+async ({reps, size, ops}) => {
   const P = webnnPolyfill;
   const ctx = await P.ml.createContext();
   const b = new P.MLGraphBuilder(ctx);
   const desc = {dataType: 'float32', shape: [size]};
-  const graph = await b.build({y: b.relu(b.input('x', desc))});
+  const input = b.input('x', desc);
+  const graph = await b.build({y: ops === 2 ? b.relu(b.mul(input, input)) : b.relu(input)});
   const x = await ctx.createTensor({...desc, writable: true});
   const y = await ctx.createTensor({...desc, readable: true});
   const data = new Float32Array(size).fill(-1);
@@ -91,10 +94,16 @@ async ({reps, size}) => {
 """
 
 
-def dispatch_overhead(page: Any, reps: int = 200, size: int = 4) -> dict[str, Any]:
-    """Round trip of writeTensor + dispatch + readTensor on a 1-operator graph (relu of `size` floats), ms."""
-    r = page.evaluate(DISPATCH_JS, {"reps": reps, "size": size})
+def dispatch_overhead(page: Any, reps: int = 200, size: int = 4, ops: int = 1) -> dict[str, Any]:
+    """Round trip of writeTensor + dispatch + readTensor on a 1-operator graph (relu of `size` floats), or with
+    ops=2 relu(x * x) (a graph the compiled plan runs as one C call), ms."""
+    r = page.evaluate(DISPATCH_JS, {"reps": reps, "size": size, "ops": ops})
     return {"roundTrip": _summary(r["ms"]), "pipelinedPerDispatch": round(r["pipelined"], 3)}
+
+
+def dispatch_two_ops(page: Any, reps: int = 200) -> dict[str, Any]:
+    """dispatch_overhead of relu(x * x) on 4 floats."""
+    return dispatch_overhead(page, reps, ops=2)
 
 
 DATA_PATH_JS = r"""
@@ -273,6 +282,9 @@ def summary(results: dict[str, Any]) -> list[str]:
                      f"ORT WASM {_ms(enc['wasm'])}: x{enc['ratio']} (mins x{enc['ratioOfMins']}); target <= 2")
     if "roundTrip" in disp:
         lines.append(f"small ops: 1-op write+dispatch+read {_ms(disp['roundTrip'], 3)}; target < 0.15")
+    two_ops = results.get("dispatch_2op", {})
+    if "roundTrip" in two_ops:
+        lines.append(f"small ops: 2-op (one C call) write+dispatch+read {_ms(two_ops['roundTrip'], 3)}")
     for size, runs in results.get("data_path", {}).items():
         if "plain" in runs:
             lines.append(f"small ops: writeTensor + readTensor of {size} {_ms(runs['plain'])}, "
@@ -288,8 +300,8 @@ def summary(results: dict[str, Any]) -> list[str]:
 
 
 # second_worker before two_contexts: the worker it starts is then warm for the concurrency case
-CASES = {"dispatch": dispatch_overhead, "data_path": data_path, "second_worker": second_worker,
-         "two_contexts": two_contexts, "encoder_bert": ort_encoder}
+CASES = {"dispatch": dispatch_overhead, "dispatch_2op": dispatch_two_ops, "data_path": data_path,
+         "second_worker": second_worker, "two_contexts": two_contexts, "encoder_bert": ort_encoder}
 
 
 def main() -> int:
@@ -299,6 +311,10 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=0, help="override each case's repetitions")
     ap.add_argument("--switches", default="", help="worker URL switches, e.g. native=0&compiler=0")
     ap.add_argument("--capture", type=Path, default=None)
+    ap.add_argument("--compare", default=None, metavar="SWITCHES",
+                    help="a second page with these worker URL switches (e.g. direct=0), the cases run in both, "
+                         "interleaved, --rounds times")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of --compare")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -307,19 +323,30 @@ def main() -> int:
 
     with dev_server() as base, sync_playwright() as pw:
         browser = getattr(pw, args.browser).launch(**launch_args(args.browser))
-        page = browser.new_page()
-        page.set_default_timeout(600_000)
-        if args.capture:
-            page.add_init_script(CAPTURE_INIT)
-        if args.switches:
-            url = f"{base}/polyfill/webnn-worker.js?{args.switches}"
-            page.add_init_script(f"window.WEBNN_POLYFILL_CONFIG = {{workerURL: {json.dumps(url)}}};")
-        page.goto(f"{base}/clients/")
-        page.wait_for_function("window.clientsReady === true")
-        page.evaluate("async () => { (await webnnPolyfill.ml.createContext()).destroy(); }")
-        for name in args.cases.split(","):
-            kw = {"reps": args.reps} if args.reps else {}
-            print(f"{name}: {json.dumps(CASES[name](page, **kw))}", flush=True)
+
+        def open_page(switches: str) -> Any:
+            page = browser.new_page()
+            page.set_default_timeout(600_000)
+            if args.capture:
+                page.add_init_script(CAPTURE_INIT)
+            if switches:
+                url = f"{base}/polyfill/webnn-worker.js?{switches}"
+                page.add_init_script(f"window.WEBNN_POLYFILL_CONFIG = {{workerURL: {json.dumps(url)}}};")
+            page.goto(f"{base}/clients/")
+            page.wait_for_function("window.clientsReady === true")
+            page.evaluate("async () => { (await webnnPolyfill.ml.createContext()).destroy(); }")
+            return page
+
+        page = open_page(args.switches)
+        pages = [(args.switches or "default", page)]
+        if args.compare is not None:
+            pages.append((args.compare, open_page(args.compare)))
+        for r in range(args.rounds if args.compare is not None else 1):
+            for name in args.cases.split(","):
+                kw = {"reps": args.reps} if args.reps else {}
+                for label, p in pages:
+                    tag = f"[{label}, round {r + 1}] " if args.compare is not None else ""
+                    print(f"{tag}{name}: {json.dumps(CASES[name](p, **kw))}", flush=True)
         if args.capture:
             for p in save_captured(page, args.capture):
                 print(f"captured {p}")

@@ -33,7 +33,7 @@ if ! command -v clang >/dev/null || ! command -v wasm-ld >/dev/null; then
   fi
 fi
 
-stale() { [[ ! -f "$1" || "$SRC" -nt "$1" || "$0" -nt "$1" ]]; }
+stale() { [[ ! -f "$1" || "$SRC" -nt "$1" || "$DIR/webnn_plan.c" -nt "$1" || "$0" -nt "$1" ]]; }
 
 # Without a compiler the polyfill still works: the worker keeps its NumPy kernels (several times slower, see
 # docs/performance.md), and tests/pyodide says the wasm kernels did not load.

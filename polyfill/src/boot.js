@@ -10,7 +10,9 @@
 
 import {importPyodide} from './load-pyodide.js';
 import {startPyodide} from './snapshot.js';
-import {installNumpy, installWheel} from './wheels.js';
+import {installNumpy, installWheel, numpyLockEntry} from './wheels.js';
+import {SITE_MTIME_MS, forgetListings, listTree, readSite, readTree, siteKey, writeSite, writeTree}
+  from './sitecache.js';
 
 const QUIET = {messageCallback: () => {}};
 
@@ -31,14 +33,19 @@ function fetchable(indexURL) {
  *  wheels        [{url, sha256}] installed after (sha256: hex, checked before anything is unpacked)
  *  packages      names for loadPackage (e.g. 'scipy' under Node)
  *  unpack        false installs with loadPackage (the worker's ?unpack=0)
+ *  unzip         false unpacks with CPython's zipfile instead of in JavaScript (the worker's ?unzip=0)
+ *  siteCache     restore site-packages (with its .pyc) from Cache Storage (sitecache.js), or install the wheels
+ *                and let the caller store it with storeSite() once it has imported what it needs
  *  mark(stage, info) called after 'script', 'runtime' (info: {snapshot, snapshotBytes, wasmModule}), 'numpy', 'wheels'
- *                (each when installed) and 'packages'
+ *                (each when installed) and 'packages'; with siteCache also 'siteOpen', 'siteRead', 'siteChecked'
  * Resolves to {py, version, snapshot: 'handed'|'loaded'|'made'|'none', snapshotBytes, wasmModule,
- * numpy: 'unpacked'|'loadPackage'|null}: snapshotBytes and wasmModule (when known) can start another Pyodide.
+ * numpy, wheels: 'cached'|'unzipped'|'unpacked'|'loadPackage'|null (how each was installed), storeSite: () =>
+ * Promise<bool> (stores site-packages, sources and the .pyc written since, when it did not come from the cache;
+ * call it after the imports)}: snapshotBytes and wasmModule (when known) can start another Pyodide.
  */
 export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}, stderr = () => {}, args,
   snapshot = {use: false, make: false}, wasmModule = null, numpy = false, wheels = [], packages = [],
-  unpack = true, mark = () => {}} = {}) {
+  unpack = true, unzip = true, siteCache = false, mark = () => {}} = {}) {
   const viaFetch = unpack && fetchable(indexURL);
   // (Fetching the wheels while Pyodide starts was tried: Firefox's snapshot restore in the worker took 0.4-0.6 s
   // longer beside the downloads and digests, more than they cost after it.)
@@ -57,17 +64,70 @@ export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}
   }
   const py = started.py;
   mark('runtime', {snapshot: started.snapshot, snapshotBytes: started.bytes, wasmModule: wasm.module()});
+  const site = siteCache && viaFetch
+    ? await restoreSite(py, indexURL, version || py.version, numpy, wheels, mark) : null;
+  if (site && site.restored) {
+    mark('numpy');
+    mark('wheels');
+    if (packages.length) await py.loadPackage(packages, QUIET);
+    mark('packages');
+    return {py, version: version || py.version, snapshot: started.snapshot, snapshotBytes: started.bytes,
+      wasmModule: wasm.module(), numpy: numpy ? 'cached' : null, wheels: wheels.length ? 'cached' : null,
+      storeSite: async () => false};
+  }
   // NumPy and the wheels fetched and unpacked concurrently; then packages by name (SciPy needs NumPy)
-  const [numpyHow] = await Promise.all([
-    numpy ? installNumpy(py, indexURL, {unpack: viaFetch}).then((how) => { mark('numpy'); return how; }) : null,
-    wheels.length ? Promise.all(wheels.map((w) => installWheel(py, w.url, w.sha256, {unpack: viaFetch})))
-      .then(() => mark('wheels')) : null,
+  const [numpyHow, wheelsHow] = await Promise.all([
+    numpy ? installNumpy(py, indexURL, {unpack: viaFetch, unzip}).then((how) => { mark('numpy'); return how; })
+      : null,
+    wheels.length ? Promise.all(wheels.map((w) => installWheel(py, w.url, w.sha256, {unpack: viaFetch, unzip})))
+      .then((hows) => { mark('wheels'); return [...new Set(hows)].join(','); }) : null,
   ]);
+  const storeSite = site && [numpyHow, wheelsHow].every((how) => how === null || !/loadPackage/.test(how))
+    ? prepareSite(py, site.key) : async () => false;
   if (packages.length) await py.loadPackage(packages, QUIET);
   mark('packages');
   return {py, version: version || py.version, snapshot: started.snapshot, snapshotBytes: started.bytes,
-    wasmModule: wasm.module(), numpy: numpyHow};
+    wasmModule: wasm.module(), numpy: numpyHow, wheels: wheelsHow, storeSite};
 }
+
+// The cached site-packages of these wheels written into py's file system: {restored: true}; else {key} (where
+// the caller may store it) or null (a wheel without a known sha256: nothing to key it by).
+async function restoreSite(py, indexURL, version, numpy, wheels, mark) {
+  const sha256s = [...(numpy ? [(numpyLockEntry(py) || {}).sha256] : []), ...wheels.map((w) => w.sha256)];
+  if (!sha256s.length || !sha256s.every((h) => /^[0-9a-f]{64}$/.test(h || ''))) return null;
+  const key = siteKey(indexURL, version, sha256s);
+  const files = await readSite(key, mark);
+  if (!files) return {key};
+  try {
+    writeTree(py.FS, sitePackagesOf(py), files, SITE_MTIME_MS);
+  } catch (e) {
+    // the wheels are installed over whatever was written, as without an entry
+    console.warn(`WebNN polyfill: the cached site-packages could not be written: ${e && e.message ? e.message : e}`);
+    return {key};
+  }
+  forgetListings(py);
+  if (numpy) py.loadedPackages.numpy = 'pyodide-webnn (cached site-packages)';
+  return {restored: true};
+}
+
+// After an install the cache did not have: every file gets SITE_MTIME_MS and CPython writes .pyc as it imports
+// (their timestamps then match the files the next visit writes back); the returned function turns that off and
+// stores site-packages, once.
+function prepareSite(py, key) {
+  const dir = sitePackagesOf(py);
+  for (const path of listTree(py.FS, dir)) py.FS.utime(`${dir}/${path}`, SITE_MTIME_MS, SITE_MTIME_MS);
+  py.runPython('import sys; sys.dont_write_bytecode = False');
+  let stored = null;
+  return () => {
+    if (!stored) {
+      py.runPython('import sys; sys.dont_write_bytecode = True');
+      stored = writeSite(key, readTree(py.FS, dir));
+    }
+    return stored;
+  };
+}
+
+const sitePackagesOf = (py) => py.runPython('import site; site.getsitepackages()[0]');
 
 // Compiling pyodide.asm.wasm (10 MB) once for both Pyodides.  Pyodide 0.27 instantiates it with
 // WebAssembly.instantiateStreaming(fetch(<indexURL>pyodide.asm.wasm), imports) and takes no compiled module,

@@ -5,8 +5,18 @@
 // same messages, transfers and order either way.
 
 import {bootPyodide} from './boot.js';
+import {BYTES_PER_ELEMENT} from './buffers.js';
 import {installWheel} from './wheels.js';
 import {createSplit} from './split.js';
+
+// Direct mode (#16 line 2: the 1-op write + dispatch + read round trip). writeTensor and readTensor call no
+// Python: each tensor owns one array in the WebAssembly heap (py_core/bridge/worker_host.py keeps it alive and
+// never moves it; a dispatch copies its outputs in, or hands over a large fresh array and records its address),
+// and the heap addresses sit in a uint32 table in the heap itself, read here at each write and read.  A dispatch
+// enters Python once, with one int, through bindings checked the first time they are seen.  The page's
+// `direct: false` (WEBNN_POLYFILL_CONFIG.direct = false) or the worker URL's ?direct=0 switches it off: each
+// write, dispatch and read then calls its glue function (write_tensor, dispatch, read_tensor).
+const BOUND_MAX = 1024;  // as worker_host.WorkerHost.bind: both forget every binding at this many
 
 /**
  * An engine answering the rpc.js protocol. `post(message, transfer)` sends to the client, `close()` ends the
@@ -16,15 +26,21 @@ import {createSplit} from './split.js';
 export function createEngine({post, close, switches}) {
   let glue = null;
   let pyodide = null;
+  let direct = null;  // direct mode's state (see above), or null
   const queue = [];
   let pumping = false;
+  const BATCH_END = {};  // in `queue` after each batch's last message
 
   function progress(stage, message) {
     post({type: 'progress', stage, message});
   }
 
   // Worker URL switches for comparisons: ?compiler=0 runs graphs as built (no py_core.compiler passes),
-  // ?native=0 keeps the C kernels (py_core/kernels/native) off, ?blas=0 never loads SciPy's BLAS, ?unpack=0
+  // ?native=0 keeps the C kernels (py_core/kernels/native) off, ?plan=0 runs every step from Python (no compiled
+  // plan: py_core/compiler/plan.py), ?blas=0 never loads SciPy's BLAS, ?unzip=0
+  // unpacks the wheels with CPython's zipfile instead of in JavaScript, ?sitecache=0 neither restores nor stores
+  // site-packages with its .pyc in Cache Storage (polyfill/src/sitecache.js), ?direct=0 writes, reads and
+  // dispatches through Python (direct mode off, see above), ?unpack=0
   // installs NumPy and the core wheel with loadPackage (polyfill/src/wheels.js). Read from the worker script's
   // own URL (worker.js), which may run from a blob URL that imports it (polyfill/src/spawn.js).
   let blas = switches.get('blas') === '0' ? 'off' : 'idle';
@@ -55,6 +71,7 @@ export function createEngine({post, close, switches}) {
     const env = {};
     if (switches.get('compiler') === '0') env.PYODIDE_WEBNN_COMPILER = '0';
     if (switches.get('native') === '0') env.PYODIDE_WEBNN_NATIVE = '0';
+    if (switches.get('plan') === '0') env.PYODIDE_WEBNN_PLAN = '0';  // py_core/compiler/plan.py off
     // The page stores the snapshot (of a bare interpreter); a snapshot carries its environment, so the
     // switches boot without one.
     const plain = !Object.keys(env).length;
@@ -62,6 +79,7 @@ export function createEngine({post, close, switches}) {
       // a snapshot made here goes to the page, which stores it (snapshot.js)
       snapshot: {use: plain, make: plain, store: !msg.handoff}, numpy: true,
       wheels: [{url: msg.coreWheelURL, sha256: msg.coreWheelSha256}], unpack: switches.get('unpack') !== '0',
+      unzip: switches.get('unzip') !== '0', siteCache: switches.get('sitecache') !== '0',
       mark: (stage, info) => {
         stages[stage] = Math.round(performance.now() - t0);
         if (stage !== 'runtime') return;
@@ -75,9 +93,16 @@ export function createEngine({post, close, switches}) {
     pyodide.runPython('import numpy');  // timed apart from the core's own imports
     stages.numpyImport = Math.round(performance.now() - t0);
     glue = pyodide.pyimport('py_core.bridge.pyodide_glue');
+    if (msg.direct !== false && switches.get('direct') !== '0') {
+      // tensors: id -> {ctx, index (its entry in the table), n (bytes), error (of the last dispatch writing it)}
+      direct = {table: unwrap(glue.enable_direct()), tensors: new Map(), free: [], next: 0,
+        bound: new Map(), nextBound: 1, run: glue.run, bind: glue.bind, cRuns: 0};
+    }
     stages.core = Math.round(performance.now() - t0);
+    // site-packages and the .pyc of what was just imported, for the next visit (sitecache.js), after this reply
+    setTimeout(() => booted.storeSite(), 0);
     progress('worker-core', 'core loaded');
-    return {ok: true, snapshot: booted.snapshot, numpy: booted.numpy, stages};
+    return {ok: true, snapshot: booted.snapshot, numpy: booted.numpy, wheels: booted.wheels, stages};
   }
 
   // The page's Pyodide starts once this one runs, from what this one has: the compiled pyodide.asm.wasm and the
@@ -175,6 +200,127 @@ export function createEngine({post, close, switches}) {
   // Staging buffers of writes (rpc.js), handed back with the next replies
   let recycled = [];
 
+  // Direct mode: a live tensor's record, its bytes' address in the heap (the heap's views are looked up each
+  // time: they change when the memory grows), and what happens to the records on create and destroy.
+  function liveTensor(ctx, tid) {
+    const t = direct.tensors.get(tid);
+    if (t === undefined || t.ctx !== ctx) throw {name: 'InvalidStateError', message: 'MLTensor: the tensor has been destroyed'};
+    return t;
+  }
+  function addressOf(t) {
+    return pyodide._module.HEAPU32[(direct.table >>> 2) + t.index];
+  }
+  function sizeMismatch(what, t, n) {
+    return {name: 'OperationError', message: `${what}: the tensor holds ${t.n} bytes, not ${n}`};
+  }
+  function createTensor(m) {
+    if (!direct) {
+      return unwrap(glue.create_tensor(m.ctx, m.tid, m.desc, m.readable, m.writable, m.constant, m.data || null));
+    }
+    const index = direct.free.length ? direct.free.pop() : direct.next++;
+    try {
+      direct.table = unwrap(glue.create_tensor(m.ctx, m.tid, m.desc, m.readable, m.writable, m.constant,
+        m.data || null, index));
+    } catch (e) {
+      direct.free.push(index);
+      throw e;
+    }
+    const desc = JSON.parse(m.desc);
+    const n = desc.shape.reduce((a, b) => a * b, 1) * BYTES_PER_ELEMENT[desc.dataType];
+    direct.tensors.set(m.tid, {ctx: m.ctx, index, n, error: null});
+    return undefined;
+  }
+  function forget(tid) {
+    const t = direct.tensors.get(tid);
+    if (t === undefined) return;
+    direct.tensors.delete(tid);
+    direct.free.push(t.index);
+  }
+  function forgetBindings() {
+    if (direct) direct.bound.clear();
+  }
+  function dispatch(m) {
+    if (!direct) return valueOrThrow(glue.dispatch(m.ctx, m.gid, m.inputs, m.outputs));
+    const key = `${m.ctx} ${m.gid} ${m.inputs} ${m.outputs}`;
+    let bound = direct.bound.get(key);
+    if (bound === undefined) {
+      const id = direct.nextBound++;
+      const inC = valueOrThrow(direct.bind(id, m.ctx, m.gid, m.inputs, m.outputs));
+      if (direct.bound.size >= BOUND_MAX) direct.bound.clear();
+      // the output tensors' records: alive as long as the binding (every destroy forgets all bindings)
+      bound = {id, outputs: Object.values(JSON.parse(m.outputs)).map((tid) => direct.tensors.get(tid)),
+        c: inC === 1 ? cCall(JSON.parse(glue.bound_c(id))) : null};
+      direct.bound.set(key, bound);
+    }
+    if (bound.c) return runC(bound);
+    const failed = direct.run(bound.id);
+    // reads of the outputs reject with a dispatch's error until their next write or a dispatch that succeeds
+    // (worker_host.WorkerHost.run_bound)
+    const error = failed === undefined ? null : JSON.parse(failed);
+    const onOutputs = error && {name: 'OperationError', message: `dispatch failed: ${error.message}`};
+    for (const t of bound.outputs) t.error = onOutputs;
+    if (error) throw error;
+    return undefined;
+  }
+  // A graph the compiled plan runs as one C call (py_core/compiler/plan.py DirectRun): made here, with no Python.
+  // Its input and output buffers are its own: each input tensor's bytes are copied in, each output's out.
+  function cCall(c) {
+    const record = ([tid, at, n]) => [direct.tensors.get(tid), at, n];
+    return {fn: pyodide._module.wasmTable.get(c.fn), words: c.words, count: BigInt(c.count), table: c.table,
+      inputs: c.inputs.map(record), outputs: c.outputs.map(record)};
+  }
+  function runC(bound) {
+    const c = bound.c;
+    let heap = pyodide._module.HEAPU8;
+    for (const [t, at, n] of c.inputs) {
+      const from = addressOf(t);
+      heap.copyWithin(at, from, from + n);
+    }
+    const refused = c.fn(c.words, c.count, c.table);
+    if (refused !== 0n && refused !== 0) {  // never, by construction (plan.py); said as a failed dispatch
+      const message = 'dispatch failed: the compiled plan refused an instruction';
+      for (const t of bound.outputs) t.error = {name: 'OperationError', message};
+      throw {name: 'OperationError', message};
+    }
+    heap = pyodide._module.HEAPU8;
+    for (const [t, at, n] of c.outputs) {
+      const to = addressOf(t);
+      heap.copyWithin(to, at, at + n);
+      t.error = null;
+    }
+    direct.cRuns++;
+    return undefined;
+  }
+  function write(m) {
+    try {
+      if (direct) {
+        const t = liveTensor(m.ctx, m.tid);
+        if (m.data.byteLength !== t.n) throw sizeMismatch('writeTensor', t, m.data.byteLength);
+        pyodide._module.HEAPU8.set(m.data, addressOf(t));
+        t.error = null;
+      } else {
+        const address = valueOrThrow(glue.write_tensor(m.ctx, m.tid, m.data.byteLength));
+        pyodide._module.HEAPU8.set(m.data, address);
+      }
+      return undefined;
+    } finally {
+      if (m.recycle) recycled.push(m.data.buffer);
+    }
+  }
+  function read(m) {
+    let address;
+    if (direct) {
+      const t = liveTensor(m.ctx, m.tid);
+      if (t.error) throw t.error;
+      if (m.n !== t.n) throw sizeMismatch('readTensor', t, m.n);
+      address = addressOf(t);
+    } else {
+      address = valueOrThrow(glue.read_tensor(m.ctx, m.tid, m.n));
+    }
+    const buffer = heapBytes(address, m.n, m.into);
+    return {value: buffer, transfer: [buffer]};
+  }
+
   // The hot path's glue calls (write, dispatch, read) return their value, or their error as a JSON string.
   function valueOrThrow(reply) {
     if (typeof reply === 'string') throw JSON.parse(reply);
@@ -224,7 +370,16 @@ export function createEngine({post, close, switches}) {
   }
 
   // one graph over both cores (split.js): a batch-separable graph runs half here, half on the peer worker
-  const split = createSplit({pyodide: () => pyodide, glue: () => glue, unwrap, switches});
+  // (in direct mode the output tensors' records carry a split dispatch's error, as dispatch() sets them)
+  const split = createSplit({pyodide: () => pyodide, glue: () => glue, unwrap, switches,
+    outputsDone: (outputs, error) => {
+      if (!direct) return;
+      const onOutputs = error && {name: 'OperationError', message: `dispatch failed: ${error.message}`};
+      for (const tid of Object.values(JSON.parse(outputs))) {
+        const t = direct.tensors.get(tid);
+        if (t) t.error = onOutputs;
+      }
+    }});
 
   const handlers = {
     init,
@@ -237,38 +392,61 @@ export function createEngine({post, close, switches}) {
     },
     link: (m) => split.link(m.port),
     splitPeer: (m) => split.attach(m),
-    createTensor: (m) => unwrap(glue.create_tensor(m.ctx, m.tid, m.desc, m.readable, m.writable, m.constant,
-      m.data || null)),
-    write: (m) => {
-      try {
-        const address = valueOrThrow(glue.write_tensor(m.ctx, m.tid, m.data.byteLength));
-        pyodide._module.HEAPU8.set(m.data, address);
-        return undefined;
-      } finally {
-        if (m.recycle) recycled.push(m.data.buffer);
-      }
-    },
-    dispatch: (m) => (split.has(m.gid) ? split.dispatch(m)
-      : valueOrThrow(glue.dispatch(m.ctx, m.gid, m.inputs, m.outputs))),
-    read: (m) => {
-      const buffer = heapBytes(valueOrThrow(glue.read_tensor(m.ctx, m.tid, m.n)), m.n, m.into);
-      return {value: buffer, transfer: [buffer]};
-    },
+    createTensor,
+    write,
+    dispatch: (m) => (split.has(m.gid) ? split.dispatch(m) : dispatch(m)),
+    read,
     compute,
     loadModel,
-    destroyTensor: (m) => unwrap(glue.destroy_tensor(m.tid)),
-    destroyGraph: (m) => { split.forget(m.gid); return unwrap(glue.destroy_graph(m.gid)); },
-    destroyContext: (m) => { split.forgetContext(m.ctx); return unwrap(glue.destroy_context(m.ctx)); },
-    stats: () => ({...JSON.parse(unwrap(glue.stats())), blas, ...memory(), ...split.stats()}),
+    destroyTensor: (m) => {
+      if (direct) {
+        forget(m.tid);
+        forgetBindings();
+      }
+      return unwrap(glue.destroy_tensor(m.tid));
+    },
+    destroyGraph: (m) => {
+      forgetBindings();
+      split.forget(m.gid);
+      return unwrap(glue.destroy_graph(m.gid));
+    },
+    destroyContext: (m) => {
+      if (direct) {
+        for (const [tid, t] of direct.tensors) if (t.ctx === m.ctx) forget(tid);
+        forgetBindings();
+      }
+      split.forgetContext(m.ctx);
+      return unwrap(glue.destroy_context(m.ctx));
+    },
+    // cRuns: dispatches made as one C call from JavaScript (direct mode with the compiled plan)
+    stats: () => ({...JSON.parse(unwrap(glue.stats())), blas, ...memory(), cRuns: direct ? direct.cRuns : 0,
+      ...split.stats()}),
   };
 
-  async function handle(msg) {
+  // One request: its reply (or error) queued for the next flush.  Returns a promise only when the handler is
+  // asynchronous (init, build, loadModel); the timeline's calls are handled synchronously, with no await.
+  function handle(msg) {
     const handler = handlers[msg.type];
+    let result;
     try {
       if (!handler) throw {name: 'UnknownError', message: `unknown worker message ${msg.type}`};
       if (msg.type !== 'init' && !glue) throw {name: 'InvalidStateError', message: 'the worker is not initialized'};
-      let result = await handler(msg);
-      let transfer = [];
+      result = handler(msg);
+    } catch (e) {
+      failed(msg, e);
+      return null;
+    }
+    if (result && typeof result.then === 'function') {
+      return result.then((value) => done(msg, value), (e) => failed(msg, e));
+    }
+    done(msg, result);
+    return null;
+  }
+
+  function done(msg, value) {
+    let result = value;
+    let transfer = [];
+    try {
       if (result && typeof result === 'object' && 'transfer' in result) {
         transfer = result.transfer;
         result = result.value;
@@ -278,28 +456,33 @@ export function createEngine({post, close, switches}) {
         result = proxy.toJs({dict_converter: Object.fromEntries});
         proxy.destroy();
       }
-      if (!msg.quiet) reply({id: msg.id, result: result === undefined ? null : result}, transfer);
     } catch (e) {
-      if (e && typeof e === 'object' && 'name' in e && 'message' in e && !(e instanceof Error)) {
-        reply({id: msg.id, error: {name: e.name, message: e.message}, ...(msg.quiet ? {quiet: msg.type} : {})});
-        return;
-      }
-      // Anything else is a failure of the runtime itself (e.g. a WebAssembly trap): report it and stop, so
-      // the page marks this worker's contexts lost and starts a fresh worker for new ones.
-      // A Python exception that escaped the glue is an engine bug: its traceback goes to this worker's console,
-      // the page gets a message without Python text (py_core.errors.internal_error does the same in Python).
-      const python = e && typeof e === 'object' && e.constructor && e.constructor.name === 'PythonError';
-      if (python) console.error(`pyodide-webnn: ${msg.type}: ${e.message}`);
-      const detail = python ? "internal error in the WebNN engine (details in the worker's console)"
-        : (e && e.message ? e.message : String(e));
-      const message = `${msg.type} failed: ${detail}`;
-      reply({id: msg.id, error: {name: msg.type === 'init' ? 'NotSupportedError' : 'OperationError', message},
-        ...(msg.quiet ? {quiet: msg.type} : {})});
-      if (msg.type !== 'init') {
-        reply({type: 'fatal', message});
-        flush();
-        close();
-      }
+      failed(msg, e);
+      return;
+    }
+    if (!msg.quiet) reply({id: msg.id, result: result === undefined ? null : result}, transfer);
+  }
+
+  function failed(msg, e) {
+    if (e && typeof e === 'object' && 'name' in e && 'message' in e && !(e instanceof Error)) {
+      reply({id: msg.id, error: {name: e.name, message: e.message}, ...(msg.quiet ? {quiet: msg.type} : {})});
+      return;
+    }
+    // Anything else is a failure of the runtime itself (e.g. a WebAssembly trap): report it and stop, so
+    // the page marks this worker's contexts lost and starts a fresh worker for new ones.
+    // A Python exception that escaped the glue is an engine bug: its traceback goes to this worker's console,
+    // the page gets a message without Python text (py_core.errors.internal_error does the same in Python).
+    const python = e && typeof e === 'object' && e.constructor && e.constructor.name === 'PythonError';
+    if (python) console.error(`pyodide-webnn: ${msg.type}: ${e.message}`);
+    const detail = python ? "internal error in the WebNN engine (details in the worker's console)"
+      : (e && e.message ? e.message : String(e));
+    const message = `${msg.type} failed: ${detail}`;
+    reply({id: msg.id, error: {name: msg.type === 'init' ? 'NotSupportedError' : 'OperationError', message},
+      ...(msg.quiet ? {quiet: msg.type} : {})});
+    if (msg.type !== 'init') {
+      reply({type: 'fatal', message});
+      flush();
+      close();
     }
   }
 
@@ -325,12 +508,24 @@ export function createEngine({post, close, switches}) {
     post(batch, transfer);
   }
 
-  async function pump() {
+  // Handles what is queued, in order, synchronously until a handler has to wait; replies leave after the last
+  // message of each batch (or when the queue runs dry).
+  function pump() {
     pumping = true;
     while (queue.length) {
-      const [msg, last] = queue.shift();
-      await handle(msg);
-      if (last || !queue.length) flush();
+      const msg = queue.shift();
+      if (msg === BATCH_END) continue;  // an empty batch
+      const last = queue.length === 0 || queue[0] === BATCH_END;
+      if (queue[0] === BATCH_END) queue.shift();
+      const waiting = handle(msg);
+      if (waiting) {
+        waiting.then(() => {
+          if (last) flush();
+          pump();
+        });
+        return;
+      }
+      if (last) flush();
     }
     pumping = false;
   }
@@ -344,7 +539,8 @@ export function createEngine({post, close, switches}) {
       batch = batch.filter((m) => !m || m.type !== 'peerLost');
       if (!batch.length) return;
     }
-    batch.forEach((m, i) => queue.push([m, i === batch.length - 1]));
+    queue.push(...batch);
+    queue.push(BATCH_END);
     if (!pumping) pump();
   };
 }

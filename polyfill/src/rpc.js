@@ -15,6 +15,9 @@
 // readTensor(tensor, outputData) lends one the same way for the worker to copy into.  Small buffers are
 // not staged (a fresh one costs less than the bookkeeping); ?staging=0 (or config staging: false) stages
 // nothing, for comparisons.
+//
+// Direct mode (engine.js): the worker writes and reads tensors with no Python call; ?direct=0 (or config
+// direct: false) switches it off, for comparisons: the client tells the engine in its 'init'.
 
 import {errorFromJson} from './errors.js';
 import {spawnEngine} from './spawn.js';
@@ -44,6 +47,7 @@ export class WorkerClient {
     this.worker = spawnEngine(url);
     this.batching = switchOn('batch', url, config);
     this.stagingOn = switchOn('staging', url, config);
+    this.direct = switchOn('direct', url, config);
     this.staged = new Map();  // byteLength -> ArrayBuffers the worker gave back
     this.stagedBytes = 0;
     this.stagingReused = 0;  // copies that went into a buffer the worker gave back (workerStats)
@@ -125,9 +129,10 @@ export class WorkerClient {
   request(type, payload = {}, transfer = []) {
     if (this.dead) return Promise.reject(new DOMException(this.dead, 'InvalidStateError'));
     const id = this.nextId++;
+    const message = type === 'init' ? {id, type, ...payload, direct: this.direct} : {id, type, ...payload};
     return new Promise((resolve, reject) => {
       this.pending.set(id, {resolve, reject});
-      this.#send({id, type, ...payload}, transfer);
+      this.#send(message, transfer);
     });
   }
 

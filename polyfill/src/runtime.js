@@ -82,7 +82,9 @@ export class Runtime {
     // without one, boot normally and store one for the next visit.
     const handed = (await Promise.race([this.handoff, null])) || {};
     this.handoff = null;  // 20 MB: not kept once used
-    const {py, snapshot} = await bootPyodide({indexURL: this.config.pyodideURL, lockFileURL: this.config.lockFileURL,
+    const {py, snapshot, wheels, storeSite} = await bootPyodide({indexURL: this.config.pyodideURL,
+      lockFileURL: this.config.lockFileURL, unzip: this.config.unzip !== false,
+      siteCache: this.config.siteCache !== false,
       snapshot: {use: true, make: true, given: handed.snapshot || null, givenNew: !!handed.made},
       wasmModule: handed.module || null,
       wheels: [{url: this.coreWheelURL, sha256: this.coreWheelSha256}],
@@ -91,6 +93,8 @@ export class Runtime {
         if (stage === 'runtime') this.#progress('page-runtime', 'Pyodide started on the page');
       }});
     this.timings.snapshot = {...this.timings.snapshot, page: snapshot};
+    // 'cached' (site-packages from Cache Storage), 'unzipped' (in JavaScript) or 'unpacked' (CPython's zipfile)
+    this.timings.wheels = {...this.timings.wheels, page: wheels};
     this.timings.wasm = handed.module ? 'handed' : 'compiled';  // the page's pyodide.asm.wasm: the worker's, or its own
     const mod = py.pyimport('py_core.bridge.builder_host');
     this.host = mod.HOST;
@@ -99,6 +103,7 @@ export class Runtime {
     this.timings.page = page;  // ms on this page's clock since its Pyodide started booting
     this.#progress('page-core', 'graph builder ready');
     this.limits = this.call('op_support_limits');
+    setTimeout(() => storeSite(), 0);  // the core wheel and the builder's .pyc, for the next visit (sitecache.js)
   }
 
   async #bootWorker(handoff) {
@@ -110,7 +115,10 @@ export class Runtime {
     const ready = await worker.request('init', {...this.engineInit(), handoff, handOver: handOverWhat()},
       handoff ? [handoff] : []);
     if (ready && ready.snapshot) this.timings.snapshot = {...this.timings.snapshot, worker: ready.snapshot};
-    if (ready && ready.numpy) this.timings.numpy = ready.numpy;  // 'unpacked' or 'loadPackage' (fallback)
+    // 'cached' (site-packages from Cache Storage), 'unzipped' (in JavaScript), 'unpacked' (CPython's zipfile) or
+    // 'loadPackage' (fallback)
+    if (ready && ready.numpy) this.timings.numpy = ready.numpy;
+    if (ready && ready.wheels) this.timings.wheels = {...this.timings.wheels, worker: ready.wheels};
     if (ready && ready.stages) this.timings.worker = ready.stages;  // ms on the worker's own clock
     this.worker = worker;
     return worker;

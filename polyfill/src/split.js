@@ -11,7 +11,7 @@
 // Off with the worker URL switch ?split=0 (or WEBNN_POLYFILL_CONFIG.split = false, pool.js).
 
 /** The split half of an engine: `pyodide()`, `glue()` (py_core.bridge.pyodide_glue) as the engine has them. */
-export function createSplit({pyodide, glue, unwrap, switches}) {
+export function createSplit({pyodide, glue, unwrap, switches, outputsDone = () => {}}) {
   const on = switches.get('split') !== '0';
   let module = null;
   let port = null;
@@ -176,8 +176,18 @@ export function createSplit({pyodide, glue, unwrap, switches}) {
     return {peer: g.peer};
   }
 
-  /** dispatch of a split graph: the peer's part there, the rest here. */
+  /** dispatch of a split graph: the peer's part there, the rest here; the outputs' error state set either way. */
   async function dispatch(m) {
+    try {
+      await dispatchParts(m);
+    } catch (e) {
+      outputsDone(m.outputs, e && e.message ? e : {message: String(e)});
+      throw e;
+    }
+    outputsDone(m.outputs, null);
+  }
+
+  async function dispatchParts(m) {
     const g = graphs.get(m.gid);
     const s = sg();
     let peerRun = null;

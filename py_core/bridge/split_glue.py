@@ -115,6 +115,11 @@ def _check(host: WorkerHost, entry: SplitGraph, ctx: int, inputs: dict[str, int]
                 raise WebNNTypeError(f"{kind} '{name}' is {desc}, the graph expects {descs[name]}")
 
 
+def _store(host: WorkerHost, slot: Any, array: np.ndarray) -> None:
+    """The tensor's new contents (WorkerHost._store keeps direct mode's address table in step)."""
+    host._store(slot, array)
+
+
 def _rows(array: np.ndarray, plan: SplitPlan, index: int) -> np.ndarray:
     return array[index * plan.part:(index + 1) * plan.part]
 
@@ -129,7 +134,7 @@ def input_parts(host: WorkerHost, ctx: int, gid: int, inputs: dict[str, int], ou
     for name, tid in inputs.items():
         slot = host._tensor(tid, ctx)
         if not slot.array.flags.c_contiguous:  # a view a dispatch stored: keep the contiguous copy
-            slot.array = np.ascontiguousarray(slot.array).reshape(slot.array.shape)
+            _store(host, slot, np.ascontiguousarray(slot.array).reshape(slot.array.shape))
         rows = _rows(slot.array, entry.plan, index)
         out.append([name, _address(rows), int(rows.nbytes)])
     return out
@@ -151,8 +156,8 @@ def run_part(host: WorkerHost, ctx: int, gid: int, inputs: dict[str, int], outpu
         raise
     for name, tid in outputs.items():
         slot = host._tensor(tid, ctx)
-        if index == 0:
-            slot.array = np.empty(slot.desc.shape, dtype=np.dtype(slot.desc.data_type.numpy_name))
+        if index == 0:  # a new array: another tensor may hold the old one (an unsplit dispatch's output)
+            _store(host, slot, np.empty(slot.desc.shape, dtype=np.dtype(slot.desc.data_type.numpy_name)))
             slot.error = None
         _rows(slot.array, entry.plan, index)[...] = results[name]
 

@@ -11,6 +11,7 @@ and is tested under plain CPython.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,8 @@ class TensorSlot:
     constant: bool = False
     # set when the last dispatch writing this tensor failed; reads reject with it until the next write
     error: WebNNError | None = None
+    # direct mode: the tensor's entry in the address table (WorkerHost.table), else -1
+    index: int = -1
 
 
 def _address(array: np.ndarray) -> int:
@@ -52,6 +55,33 @@ def _empty(desc: OperandDescriptor) -> np.ndarray:
     return np.zeros(desc.shape, dtype=np.dtype(desc.data_type.numpy_name))
 
 
+# Direct mode: outputs of at least this many bytes are taken over from the executor when nothing else holds them
+# (a copy into the tensor's own array costs more than the bookkeeping from here on); smaller ones are copied.
+ADOPT_MIN_BYTES = 64 << 10
+
+
+def _refs_alone() -> int:
+    """sys.getrefcount of an object held by one dict and one local name only (the interpreter's own count,
+    measured rather than assumed)."""
+    held = {"x": np.empty(1)}
+    alone = held["x"]
+    return sys.getrefcount(alone)
+
+
+_REFS_ALONE = _refs_alone()
+
+
+@dataclass
+class Bound:
+    """A dispatch's graph and tensors, checked once (direct mode): what `WorkerHost.run_bound` runs."""
+
+    exe: Executable
+    inputs: tuple[tuple[str, TensorSlot], ...]
+    outputs: tuple[tuple[str, TensorSlot], ...]
+    graph: int = 0
+    c: dict[str, Any] | None = None  # the graph's C call for these tensors (WorkerHost.bound_c)
+
+
 class WorkerHost:
     """Graphs and tensors of every context of one page, keyed by ids the JS side allocates."""
 
@@ -59,6 +89,17 @@ class WorkerHost:
         self.graphs: dict[int, tuple[int, Executable]] = {}
         self.tensors: dict[int, TensorSlot] = {}
         self._checked: set[tuple[Any, ...]] = set()  # (graph, bindings) whose descriptors match (dispatch)
+        # Direct mode (#16 line 2; the engine's `direct` switch): the worker's JavaScript writes and reads tensors
+        # at their heap addresses with no Python call, and dispatches through `bind` once and `run_bound` after.
+        # Each tensor then owns its array alone (nothing else refers to it: writes land in it in place) and its
+        # address is kept in `table` (uintp: uint32 in wasm32; one entry per tensor index the JavaScript side
+        # chose), which JavaScript reads at each write and read.
+        self.direct = False
+        self.table = np.zeros(256, dtype=np.uintp)
+        self.bound: dict[int, Bound] = {}
+        self.adopted = 0  # outputs taken over rather than copied (stats)
+        # graph -> its whole-graph C call (the compiled plan's Executable.direct(), where there is one), or None
+        self.c_runs: dict[int, Any] = {}
 
     # -------------------------------------------------------------- graphs
 
@@ -82,6 +123,8 @@ class WorkerHost:
 
     def destroy_graph(self, graph_id: int) -> None:
         self.graphs.pop(graph_id, None)
+        self.c_runs.pop(graph_id, None)
+        self.bound.clear()
 
     def _graph(self, graph_id: int, context: int) -> Executable:
         entry = self.graphs.get(graph_id)
@@ -92,9 +135,27 @@ class WorkerHost:
     # -------------------------------------------------------------- tensors
 
     def create_tensor(self, context: int, tensor_id: int, desc: dict[str, Any], readable: bool,
-                      writable: bool, constant: bool = False) -> None:
+                      writable: bool, constant: bool = False, index: int = -1) -> int:
+        """A new tensor, zeroed; in direct mode with its address at `index` of the table: returns the table's
+        address (it moves when the table grows), else 0."""
         d = parse_descriptor(desc, "createTensor")
-        self.tensors[tensor_id] = TensorSlot(context, d, _empty(d), readable, writable, constant)
+        slot = TensorSlot(context, d, _empty(d), readable, writable, constant)
+        self.tensors[tensor_id] = slot
+        if not self.direct or index < 0:
+            return 0
+        if index >= len(self.table):
+            table = np.zeros(max(2 * len(self.table), index + 1), dtype=np.uintp)
+            table[: len(self.table)] = self.table
+            self.table = table
+        slot.index = index
+        self.table[index] = _address(slot.array)
+        return _address(self.table)
+
+    def _store(self, slot: TensorSlot, array: np.ndarray) -> None:
+        """Make `array` the tensor's contents (and its address the table's entry in direct mode)."""
+        slot.array = array
+        if slot.index >= 0:
+            self.table[slot.index] = _address(array)
 
     def tensor_target(self, context: int, tensor_id: int) -> np.ndarray:
         """A fresh array for the tensor's next contents; the caller fills it, then commits it."""
@@ -103,7 +164,7 @@ class WorkerHost:
 
     def commit_write(self, context: int, tensor_id: int, array: np.ndarray) -> None:
         slot = self._tensor(tensor_id, context)
-        slot.array = array
+        self._store(slot, array)
         slot.error = None
 
     def write_tensor(self, context: int, tensor_id: int, fill: Filler) -> None:
@@ -129,13 +190,15 @@ class WorkerHost:
             raise slot.error
         array = slot.array
         if not array.flags.c_contiguous:  # a view the executor returned: the slot keeps the contiguous copy
-            array = slot.array = np.ascontiguousarray(array).reshape(array.shape)
+            array = np.ascontiguousarray(array).reshape(array.shape)
+            self._store(slot, array)
         if array.nbytes != nbytes:
             raise OperationError(f"readTensor: the tensor holds {array.nbytes} bytes, not {nbytes}")
         return _address(array)
 
     def destroy_tensor(self, tensor_id: int) -> None:
         self.tensors.pop(tensor_id, None)
+        self.bound.clear()
 
     def _tensor(self, tensor_id: int, context: int) -> TensorSlot:
         slot = self.tensors.get(tensor_id)
@@ -180,6 +243,87 @@ class WorkerHost:
             slot.array = results[name]
             slot.error = None
 
+    def bind(self, bound_id: int, context: int, graph_id: int, inputs: dict[str, int],
+             outputs: dict[str, int]) -> int:
+        """Direct mode: check a dispatch's graph and tensors once and keep them as `bound_id` for `run_bound`.
+        Every destroy (tensor, graph, context) forgets all bindings; the JavaScript side forgets its ids then.
+        Returns 1 when the graph is one C call the worker's JavaScript can make itself (`bound_c`), else 0."""
+        exe = self._graph(graph_id, context)
+        self._check_bindings(exe, (graph_id, *inputs.items(), None, *outputs.items()), inputs, outputs, context)
+        ins = tuple((name, self._tensor(tid, context)) for name, tid in inputs.items())
+        outs = tuple((name, self._tensor(tid, context)) for name, tid in outputs.items())
+        if len(self.bound) >= 1024:
+            self.bound.clear()
+        b = Bound(exe, ins, outs, graph_id)
+        b.c = self._c_call(b, inputs, outputs)
+        self.bound[bound_id] = b
+        return int(b.c is not None)
+
+    def _c_run(self, graph_id: int, exe: Executable) -> Any:
+        """The graph's whole-graph C call, made once per graph: the compiled plan's `Executable.direct()` (a
+        DirectRun: input and output buffers of its own, the C function's table index and arguments), or None
+        where there is no such plan (a step in Python, a non-float32 input, the plan off or absent)."""
+        if graph_id not in self.c_runs:
+            make = getattr(exe, "direct", None)
+            run = None
+            if callable(make):
+                try:
+                    run = make()
+                except Exception:  # the plan's lowering refused: the dispatch stays on run_bound
+                    run = None
+            self.c_runs[graph_id] = run
+        return self.c_runs[graph_id]
+
+    def bound_c(self, bound_id: int) -> dict[str, Any] | None:
+        """For the worker's JavaScript, the bound graph's C call with no Python: {fn: function-table index, words,
+        count, table: its arguments, inputs / outputs: [[tensor id, buffer address, bytes]]}; the engine copies
+        each input tensor's bytes to its buffer, calls, copies each output buffer into its tensor."""
+        return self.bound[bound_id].c
+
+    def _c_call(self, b: Bound, inputs: dict[str, int], outputs: dict[str, int]) -> dict[str, Any] | None:
+        """bound_c's value, or None (no C call, or a bound tensor that does not match its buffer in size)."""
+        run = self._c_run(b.graph, b.exe)
+        if run is None:
+            return None
+        sides = []
+        for pairs, tids, where in ((b.inputs, inputs, run.inputs), (b.outputs, outputs, run.outputs)):
+            side = []
+            for name, slot in pairs:
+                at, nbytes = where.get(name, (0, -1))
+                if nbytes != slot.array.nbytes or slot.index < 0:
+                    return None
+                side.append([tids[name], int(at), int(nbytes)])
+            sides.append(side)
+        return {"fn": int(run.fn), "words": int(run.words), "count": int(run.count), "table": int(run.table),
+                "inputs": sides[0], "outputs": sides[1]}
+
+    def run_bound(self, bound_id: int) -> None:
+        """Direct mode's dispatch: run a bound graph; each output lands in its tensor's own array (copied), or,
+        from ADOPT_MIN_BYTES, becomes it when the executor's array is a fresh one nothing else refers to."""
+        b = self.bound.get(bound_id)
+        if b is None:
+            raise InvalidStateError("dispatch: the graph or a tensor has been destroyed")
+        arrays = {name: slot.array for name, slot in b.inputs}
+        try:
+            results = b.exe.run(arrays)
+        except WebNNError as e:
+            for _, slot in b.outputs:
+                slot.error = OperationError(f"dispatch failed: {e}")
+            raise
+        for name, slot in b.outputs:
+            r = results[name]
+            slot.error = None
+            if r is slot.array:
+                continue
+            # held by `results` and `r` alone; any other holder (a kernel's cache, another output, an input) and
+            # the tensor keeps its own array, which gets a copy
+            if (r.nbytes >= ADOPT_MIN_BYTES and r.base is None and r.flags.c_contiguous and r.flags.writeable
+                    and sys.getrefcount(r) <= _REFS_ALONE):
+                self._store(slot, r)
+                self.adopted += 1
+            else:
+                np.copyto(slot.array, r)
+
     def compute(self, context: int, graph_id: int, inputs: dict[str, Any]) -> dict[str, memoryview]:
         """Legacy compute(): named input arrays in, named output byte views out."""
         exe = self._graph(graph_id, context)
@@ -199,12 +343,15 @@ class WorkerHost:
         """Release everything a context owns."""
         self.graphs = {k: v for k, v in self.graphs.items() if v[0] != context}
         self.tensors = {k: v for k, v in self.tensors.items() if v.context != context}
+        self.c_runs = {k: v for k, v in self.c_runs.items() if k in self.graphs}
+        self.bound.clear()
 
     def stats(self) -> dict[str, int]:
         """Counts for tests and the bench: live graphs and tensors, tensor bytes, C kernels loaded (0/1) and
         whether they are the relaxed-SIMD build (0/1)."""
         return {"graphs": len(self.graphs), "tensors": len(self.tensors),
                 "tensorBytes": int(sum(s.array.nbytes for s in self.tensors.values())),
+                "direct": int(self.direct), "adopted": self.adopted,
                 "native": int(native.available()),
                 "nativeRelaxed": int(native.available() and native.LOADED_FILE == native.RELAXED_FILE)}
 

@@ -1,5 +1,5 @@
 """The graph compiler run at build(): constant folding, no-op removal, layout switching, epilogue fusion, weight
-pre-packing and a memory plan, in that order.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-build
+pre-packing and a memory plan, in that order; then the executor lowers what it can into a compiled plan (plan.py).  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-build
 
 Every pass decides from the traits registered with each operator's kernel (py_core/kernels/traits.py) and names
 no operator (tests/core/test_compiler_traits.py checks it); what a pass decided is recorded in the node's typed
@@ -24,6 +24,7 @@ from py_core.compiler.ir import Node, Program
 from py_core.compiler.layout import switch_layouts
 from py_core.compiler.memory import MemoryPlan, plan_memory
 from py_core.compiler.pack import bind_epilogues, pack_weights
+from py_core.compiler.plan import CompiledPlan, Segment, build_plan, plan_wanted
 from py_core.compiler.simplify import remove_noops
 from py_core.graph import Graph
 
@@ -40,6 +41,8 @@ class CompileOptions:
     fuse: bool = True
     pack: bool = True
     in_place: bool = True
+    # run each run of C-capable steps as one call into the C kernels (compiler/plan.py; PYODIDE_WEBNN_PLAN=0: off)
+    plan: bool = True
 
     @classmethod
     def none(cls) -> CompileOptions:
@@ -50,7 +53,7 @@ class CompileOptions:
     def default(cls) -> CompileOptions:
         """All passes, unless PYODIDE_WEBNN_COMPILER is 0/off/false (then none)."""
         off = os.environ.get(ENV_SWITCH, "").strip().lower() in ("0", "off", "false", "no")
-        return cls.none() if off else cls()
+        return cls.none() if off else cls(plan=plan_wanted())
 
     @property
     def enabled(self) -> bool:
@@ -80,4 +83,5 @@ def compile_graph(graph: Graph, constants: dict[int, np.ndarray],
     return prog, plan
 
 
-__all__ = ["CompileOptions", "MemoryPlan", "Node", "Program", "compile_graph"]
+__all__ = ["CompileOptions", "CompiledPlan", "MemoryPlan", "Node", "Program", "Segment", "build_plan",
+           "compile_graph"]

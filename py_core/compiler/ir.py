@@ -39,6 +39,9 @@ class Node:
     epilogue: list[Epilogue] = field(default_factory=list)
     # the output is a new array that aliases none of the inputs (so a later node may write into it)
     fresh: bool = False
+    # what bind_epilogues wrapped into `kernel` for a reference kernel: its options and epilogue (the compiled
+    # plan lowers the operator and the epilogue from these)
+    unbound: tuple[dict[str, Any], list[Epilogue]] | None = None
 
     def input_ids(self) -> list[int]:
         return operand_ids(self.operands)

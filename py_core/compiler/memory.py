@@ -115,6 +115,7 @@ def plan_memory(prog: Program, in_place: bool = True) -> MemoryPlan:
         else:
             continue
         node.variant = "in-place"
+        node.unbound = (node.options, [])  # the options the in-place kernel holds (for the compiled plan)
         node.options = {}
         # the input dies here with every alias of it, so the output owns the buffer alone: fresh, ungrouped
         node.fresh = True

@@ -62,6 +62,8 @@ def bind_epilogues(prog: Program) -> None:
         def call(_ref: Any = ref, _options: dict[str, Any] = options, **operands: Any) -> Any:
             return _ref(**operands, **_options)
 
+        if node.kernel is None:
+            node.unbound = (options, list(node.epilogue))
         node.kernel, node.options = with_epilogue(call, node.epilogue), {}
         node.variant = f"{node.variant}+fused" if node.variant else "fused"
         node.epilogue = []

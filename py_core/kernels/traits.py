@@ -36,6 +36,9 @@ class Epilogue:
     op: str
     apply: InPlace
     native: NativeAct | None = None
+    # a binary epilogue's ufunc and constant operand (y = ufunc(y, constant)): what a compiled plan lowers
+    ufunc: np.ufunc | None = None
+    constant: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -132,7 +135,7 @@ class KernelTraits:
         def apply(y: np.ndarray) -> None:
             fn(y, c, out=y)
 
-        return Epilogue(op, apply)
+        return Epilogue(op, apply, ufunc=fn, constant=c)
 
 
 NO_TRAITS = KernelTraits()

@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from py_core.compiler import CompileOptions, MemoryPlan, Program, compile_graph
-from py_core.errors import OperationError, WebNNTypeError, internal_error
+from py_core.compiler import CompiledPlan, CompileOptions, MemoryPlan, Program, Segment, build_plan, compile_graph
+from py_core.compiler.plan import DirectRun, PlanError
+from py_core.errors import LOG, OperationError, WebNNTypeError, internal_error
 from py_core.graph import Graph
 from py_core.kernels import KERNELS
 from py_core.types import OperandDescriptor
@@ -78,11 +79,46 @@ class Executable:
         self.steps = steps
         self._outputs = tuple((name, slot_of(i)) for name, i in prog.outputs.items())
         # graph outputs that are constants (folded) are copied out: a caller may write into its results
-        self._copy_out = frozenset(slot[i] for i in prog.outputs.values() if i in prog.constants)
+        copy_out = {slot[i] for i in prog.outputs.values() if i in prog.constants}
+        # the compiled plan: runs of C-capable steps as one call each (py_core/compiler/plan.py)
+        self.plan: CompiledPlan | None = None
+        if options.plan:
+            try:
+                self.plan = build_plan(prog, plan.release, slot)
+            except PlanError as e:  # a lowering bug must not cost the graph: every step stays Python
+                LOG.error("compiled plan not built: %s", e)
+        self._items: list[Step | Segment] = list(steps)
+        if self.plan is not None:
+            items: list[Step | Segment] = []
+            segs = {seg.first: seg for seg in self.plan.segments}
+            i = 0
+            while i < len(steps):
+                if i in segs:
+                    items.append(segs[i])
+                    i = segs[i].last + 1
+                else:
+                    items.append(steps[i])
+                    i += 1
+            self._items = items
+            copy_out |= self.plan.copy_out
+            self.notes.append(prog.notes[-1])
+        self._copy_out = frozenset(copy_out)
+        one = self._items[0] if len(self._items) == 1 else None
+        self._one_segment: Segment | None = one if isinstance(one, Segment) else None
         self._template: list[Any] = [None] * len(slot)
         for oid, arr in prog.constants.items():
             self._template[slot[oid]] = arr
         self.constants = dict(prog.constants)
+
+    def direct(self) -> DirectRun | None:
+        """The whole graph as one C call with no Python (py_core.compiler.plan.DirectRun: addresses for the
+        worker's JavaScript), or None when some step runs in Python (or a graph input is not float32).  Each call
+        makes new input and output buffers: call it once per graph and keep the result."""
+        if self.plan is None or any(d.data_type.numpy_name != "float32" for d in self.input_descs.values()):
+            return None
+        shapes = {s: tuple(self.input_descs[n].shape) for n, s in self._inputs}
+        shapes.update({s: tuple(self.output_descs[n].shape) for n, s in self._outputs})
+        return self.plan.direct(len(self.steps), dict(self._inputs), dict(self._outputs), shapes)
 
     @property
     def weight_bytes(self) -> int:
@@ -101,9 +137,21 @@ class Executable:
         vals = self._template.copy()
         for name, s in self._inputs:
             vals[s] = inputs[name]
+        if self._one_segment is not None:  # the whole graph in one C call: no NumPy arithmetic to guard
+            try:
+                self.plan.run_segment(self._one_segment, vals)  # type: ignore[union-attr]
+            except Exception as e:
+                raise internal_error("compiled plan: " + ", ".join(self._one_segment.ops[:4]), e) from e
+            return {name: (vals[s].copy() if s in self._copy_out else vals[s]) for name, s in self._outputs}
         # integer division by zero, overflow and NaN-producing math are defined by the data, not errors
         with np.errstate(all="ignore"):
-            for step in self.steps:
+            for step in self._items:
+                if type(step) is Segment:  # a run of C steps in one call
+                    try:
+                        self.plan.run_segment(step, vals)  # type: ignore[union-attr]
+                    except Exception as e:
+                        raise internal_error("compiled plan: " + ", ".join(step.ops[:4]), e) from e
+                    continue
                 one = step.one
                 kw: dict[str, Any]
                 if one is not None:  # one operand, one output: the element-wise bulk of small-op graphs (#16 line 2)

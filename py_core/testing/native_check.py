@@ -37,6 +37,8 @@ CONV_CASES = [  # (n, c, h, w, kh, kw, strides, dilations, padding top/bottom/le
     (1, 3, 31, 40, 3, 3, (2, 2), (1, 1), (0, 1, 0, 1)),
     (1, 2, 12, 21, 3, 3, (2, 1), (1, 1), (1, 1, 0, 2)),
     (1, 2, 9, 26, 3, 3, (1, 2), (1, 1), (0, 0, 3, 0)),
+    # two output rows per step and an odd one left (stride 1), rows of at least 8 columns
+    (1, 3, 11, 19, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
 ]
 
 
@@ -124,8 +126,10 @@ def depthwise_case(rng: np.random.Generator, case: tuple[Any, ...], layout: str)
         out_shape: tuple[int, ...] = (n, want.shape[2], want.shape[3], c)
     else:
         xin, taps, out_shape = x, np.ascontiguousarray(filt[:, 0]), want.shape
+    # the padded-plane buffer starts as NaN: the kernel must write every zero it reads (it zeroes once per call)
+    size = native.depthwise_work_size(kh, kw, strides, dil, *out_shape[2:]) if layout == "nchw" else 0
     got = native.depthwise(xin, taps, layout, strides, dil, (pad[0], pad[2]), out_shape, bias,
-                           native.ACT_CLAMP, 0.0, 6.0)
+                           native.ACT_CLAMP, 0.0, 6.0, work=np.full(size, np.nan, np.float32) if size else None)
     if layout == "nhwc":
         got = got.transpose(0, 3, 1, 2)
     return error(got, want), tolerance(kh * kw)
@@ -301,7 +305,7 @@ def sigmoid_case(rng: np.random.Generator, size: int, scale: float) -> tuple[flo
 def activation_case(rng: np.random.Generator, act: int, lo: float, hi: float) -> tuple[float, float]:
     """(error, tolerance) of the standalone element-wise activation, odd lengths and edge values included."""
     x = (rng.standard_normal(1003) * 8).astype(np.float32)
-    x[:5] = [np.inf, -np.inf, -0.0, lo, hi]
+    x[:6] = [np.inf, -np.inf, -0.0, lo, hi, np.nan]  # NaN passes through clamp (pmax/pmin in wasm)
     with np.errstate(invalid="ignore"):
         got = native.activation(x, act, lo, hi)
         want = act_ref(x.astype(np.float64), act, lo, hi)
@@ -380,8 +384,17 @@ def cases() -> Iterator[tuple[str, Any]]:
             yield f"im2col {case} {layout}", lambda c=case, lay=layout: im2col_case(rng, c, lay)
         yield f"conv gather {case}", lambda c=case: conv_gather_case(rng, c)
     # several K blocks (C*KH*KW past 256), N blocks (OH*OW past 256), panels across output rows
+    # the gather's whole-panel taps (16 columns of one output row inside the input; stride 2 reads 32): rows
+    # wider than a panel in strides 1, 2 (also dilated) and 3, windows past the 64 taps with that path, K in
+    # equal blocks (576 = 3 x 192)
     for case in ((1, 40, 23, 21, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
-                 (2, 3, 37, 35, 3, 3, (2, 2), (1, 1), (0, 1, 0, 1))):
+                 (2, 3, 37, 35, 3, 3, (2, 2), (1, 1), (0, 1, 0, 1)),
+                 (1, 3, 36, 70, 3, 3, (2, 2), (1, 1), (1, 1, 1, 1)),
+                 (1, 2, 9, 80, 3, 3, (1, 2), (2, 2), (2, 2, 2, 2)),
+                 (1, 5, 12, 56, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
+                 (1, 3, 10, 50, 3, 3, (3, 3), (1, 1), (1, 1, 1, 1)),
+                 (1, 2, 12, 40, 9, 9, (1, 1), (1, 1), (4, 4, 4, 4)),
+                 (1, 64, 6, 20, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1))):
         yield f"conv gather {case} o=33", lambda c=case: conv_gather_case(rng, c, 33)
     for act, lo, hi in EPILOGUES[1:]:
         yield f"activation act{act} [{lo}, {hi}]", lambda a=act, lo_=lo, hi_=hi: activation_case(rng, a, lo_, hi_)

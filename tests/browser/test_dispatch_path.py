@@ -1,8 +1,9 @@
 """The dispatch path of #16 lines 2 and 4: timeline calls batched into one message each way (rpc.js, engine.js),
-contexts spread over a pool of workers (pool.js) and large writes and reads copied through staging buffers the
-worker hands back (rpc.js), against the same path with all three switched off
-(WEBNN_POLYFILL_CONFIG = {workers: 1, batch: false, staging: false}): the same values, in the same timeline order,
-either way."""
+contexts spread over a pool of workers (pool.js), large writes and reads copied through staging buffers the
+worker hands back (rpc.js) and the worker's direct mode (engine.js: writes and reads by heap address with no
+Python call, dispatches through bindings checked once), against the same path with all four switched off
+(WEBNN_POLYFILL_CONFIG = {workers: 1, batch: false, staging: false, direct: false}): the same values, in the same
+timeline order, with the same errors, either way."""
 
 from __future__ import annotations
 
@@ -109,7 +110,8 @@ async () => {
 def dispatch_page(request: pytest.FixtureRequest, browser: Any, dev_server: str) -> Iterator[Any]:
     context = browser.new_context()
     if request.param == "one-worker-unbatched-unstaged":
-        context.add_init_script("window.WEBNN_POLYFILL_CONFIG = {workers: 1, batch: false, staging: false};")
+        context.add_init_script(
+            "window.WEBNN_POLYFILL_CONFIG = {workers: 1, batch: false, staging: false, direct: false};")
     page, errors = open_page(context, f"{dev_server}/test/smoke.html", BOOT_TIMEOUT_MS)
     page.evaluate(POLYFILL_BOOT)
     page.evaluate("() => window.__ctx.destroy()")
@@ -143,6 +145,128 @@ def test_large_tensors_keep_their_values_through_staging_buffers(dispatch_page: 
         assert r["reused"] >= 30, r
     else:
         assert r["reused"] == 0, r
+    assert not dispatch_page.webnn_errors
+
+
+# The timeline's edges, which direct mode handles in the worker's JavaScript: a large output (256 KiB: taken
+# over from the executor) and a small one (copied); an output that aliases its input (reshape); an output
+# tensor written by script between dispatches; the same bindings dispatched again after one of their tensors was
+# destroyed and replaced; many tensors (the address table grows).  (A failed dispatch's outputs are
+# tests/core/test_worker_direct.py's.)
+DIRECT_JS = r"""
+async () => {
+  const P = webnnPolyfill;
+  const ctx = await P.ml.createContext();
+  const out = {};
+  for (const n of [4, 1 << 16]) {
+    const desc = {dataType: 'float32', shape: [n]};
+    const b = new P.MLGraphBuilder(ctx);
+    const x = b.input('x', desc);
+    const graph = await b.build({y: b.relu(x), r: b.reshape(x, [n])});
+    const xt = await ctx.createTensor({...desc, writable: true, readable: true});
+    let yt = await ctx.createTensor({...desc, readable: true, writable: true});
+    const rt = await ctx.createTensor({...desc, readable: true});
+    const rows = [];
+    for (let i = 0; i < 4; i++) {
+      const data = Float32Array.from({length: n}, (_, k) => (k % 5) - 2 + i);
+      ctx.writeTensor(xt, data);
+      ctx.dispatch(graph, {x: xt}, {y: yt, r: rt});
+      ctx.writeTensor(xt, new Float32Array(n).fill(-9));  // after the dispatch: in neither output
+      const [y, r, xs] = (await Promise.all([ctx.readTensor(yt), ctx.readTensor(rt), ctx.readTensor(xt)]))
+        .map((buf) => new Float32Array(buf));
+      rows.push([y.every((v, k) => v === Math.max(0, (k % 5) - 2 + i)),
+        r.every((v, k) => v === (k % 5) - 2 + i), xs.every((v) => v === -9)]);
+      if (i === 1) {  // the output tensor written by script between dispatches: its own bytes, the input's kept
+        ctx.writeTensor(yt, new Float32Array(n).fill(5));
+        const [y2, x2] = await Promise.all([ctx.readTensor(yt), ctx.readTensor(xt)]);
+        rows.push([new Float32Array(y2).every((v) => v === 5), new Float32Array(x2).every((v) => v === -9), true]);
+      }
+      if (i === 2) {  // replace y: the same binding names, a new tensor
+        yt.destroy();
+        yt = await ctx.createTensor({...desc, readable: true, writable: true});
+      }
+    }
+    out[n] = rows;
+  }
+  const tensors = [];
+  for (let i = 0; i < 300; i++) {
+    const t = await ctx.createTensor({dataType: 'int32', shape: [3], readable: true, writable: true});
+    ctx.writeTensor(t, Int32Array.of(i, -i, 7));
+    tensors.push(t);
+  }
+  const back = await Promise.all(tensors.map((t) => ctx.readTensor(t).then((buf) => Array.from(new Int32Array(buf)))));
+  out.table = back.every((v, i) => v[0] === i && v[1] === -i && v[2] === 7);
+  tensors.forEach((t) => t.destroy());
+  const stats = await P.workerStats();
+  ctx.destroy();
+  return {out, direct: stats.direct, adopted: stats.adopted};
+}
+"""
+
+
+def test_direct_mode_keeps_values_aliasing_and_destroyed_tensors_right(dispatch_page: Any) -> None:
+    r = dispatch_page.evaluate(DIRECT_JS)
+    for n in ("4", "65536"):
+        assert r["out"][n] == [[True, True, True]] * 5, (n, r["out"][n])
+    assert r["out"]["table"] is True
+    on = dispatch_page.mode == "pooled-batched-staged"
+    assert r["direct"] == int(on)
+    # the relu output of 256 KiB is taken over from the executor in direct mode (4 dispatches), never otherwise
+    assert (r["adopted"] >= 4) if on else r["adopted"] == 0, r
+    assert not dispatch_page.webnn_errors
+
+
+# Graphs the compiled plan runs as one C call (py_core/compiler/plan.py DirectRun), which direct mode makes from the
+# worker's JavaScript with no Python: a 2-op graph on 4 floats and a 1-op one on 4096, each read after a write
+# queued behind its dispatch, the input tensor shared by two graphs, a destroyed and replaced output tensor.
+C_CALL_JS = r"""
+async () => {
+  const P = webnnPolyfill;
+  const ctx = await P.ml.createContext();
+  const before = (await P.workerStats()).cRuns;
+  const bad = [];
+  for (const [n, two] of [[4, true], [4096, false]]) {
+    const desc = {dataType: 'float32', shape: [n]};
+    const b = new P.MLGraphBuilder(ctx);
+    const x = b.input('x', desc);
+    const graph = await b.build({y: two ? b.relu(b.mul(x, x)) : b.relu(x)});
+    const b2 = new P.MLGraphBuilder(ctx);
+    const x2 = b2.input('x', desc);
+    const neg = await b2.build({y: b2.neg(b2.relu(x2))});
+    const xt = await ctx.createTensor({...desc, writable: true, readable: true});
+    let yt = await ctx.createTensor({...desc, readable: true});
+    const zt = await ctx.createTensor({...desc, readable: true});
+    for (let i = 0; i < 6; i++) {
+      const data = Float32Array.from({length: n}, (_, k) => ((k + i) % 9) - 4);
+      ctx.writeTensor(xt, data);
+      ctx.dispatch(graph, {x: xt}, {y: yt});
+      ctx.dispatch(neg, {x: xt}, {y: zt});
+      ctx.writeTensor(xt, new Float32Array(n).fill(100));  // after both dispatches: in neither output
+      const [y, z] = (await Promise.all([ctx.readTensor(yt), ctx.readTensor(zt)])).map((buf) => new Float32Array(buf));
+      data.forEach((v, k) => {
+        const want = Math.max(0, two ? v * v : v);
+        if (y[k] !== want || z[k] !== -Math.max(0, v)) bad.push(`n=${n} i=${i} [${k}]: ${y[k]}, ${z[k]} for ${v}`);
+      });
+      if (i === 3) {
+        yt.destroy();
+        yt = await ctx.createTensor({...desc, readable: true});
+      }
+    }
+  }
+  const stats = await P.workerStats();
+  ctx.destroy();
+  return {bad: bad.slice(0, 5), cRuns: stats.cRuns - before, native: stats.native};
+}
+"""
+
+
+def test_graphs_of_one_c_call_run_from_javascript(dispatch_page: Any) -> None:
+    r = dispatch_page.evaluate(C_CALL_JS)
+    assert r["bad"] == [], r
+    if dispatch_page.mode == "pooled-batched-staged" and r["native"] == 1:
+        assert r["cRuns"] >= 12, r  # at least the 2-op and the 4096-float relu graphs, 6 dispatches each
+    else:
+        assert r["cRuns"] == 0, r
     assert not dispatch_page.webnn_errors
 
 

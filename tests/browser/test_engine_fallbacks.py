@@ -1,6 +1,7 @@
 """The worker's engine with and without its fast paths, in real browsers: by default NumPy and the core wheel are
-unpacked (polyfill/src/wheels.js) and the C kernels run; with ?unpack=0&native=0 the worker installs both with
-Pyodide's loadPackage and runs the NumPy kernels.  Both give the float64 answer."""
+unzipped in JavaScript (polyfill/src/wheels.js) and the C kernels run; with ?unzip=0 both Pyodides unpack them with
+CPython's zipfile; with ?unpack=0&native=0 the worker installs both with Pyodide's loadPackage and runs the NumPy
+kernels.  All give the float64 answer."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ async ({x, w}) => {
   ctx.writeTensor(xt, new Float32Array(x));
   ctx.dispatch(graph, {x: xt}, {y: yt});
   const y = Array.from(new Float32Array(await ctx.readTensor(yt)));
-  return {y, numpy: webnnPolyfill.bootTimings.numpy, stats: await webnnPolyfill.workerStats()};
+  const t = webnnPolyfill.bootTimings;
+  return {y, numpy: t.numpy, wheels: t.wheels, stats: await webnnPolyfill.workerStats()};
 }
 """
 
@@ -41,10 +43,12 @@ def _reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return 1 / (1 + np.exp(-np.maximum(y, 0)))
 
 
-@pytest.mark.parametrize("query,numpy_install,native", [("", "unpacked", 1), ("?unpack=0&native=0", "loadPackage", 0)],
-                         ids=["fast-paths", "loadPackage-and-numpy-kernels"])
+@pytest.mark.parametrize("query,numpy_install,page_wheel,native", [
+    ("", "unzipped", "unzipped", 1), ("?unzip=0", "unpacked", "unpacked", 1),
+    ("?unpack=0&native=0", "loadPackage", "unzipped", 0)],
+    ids=["fast-paths", "cpython-zipfile", "loadPackage-and-numpy-kernels"])
 def test_worker_engine_paths_agree_with_float64(browser: Any, dev_server: str, query: str, numpy_install: str,
-                                                native: int) -> None:
+                                                page_wheel: str, native: int) -> None:
     rng = np.random.default_rng(11)
     x = rng.standard_normal((1, 8, 6, 6)).astype(np.float32)
     w = (rng.standard_normal((4, 8, 3, 3)) * 0.3).astype(np.float32)
@@ -56,6 +60,7 @@ def test_worker_engine_paths_agree_with_float64(browser: Any, dev_server: str, q
         context.close()
     assert not errors
     assert out["numpy"] == numpy_install
+    assert out["wheels"] == {"page": page_wheel, "worker": numpy_install}  # the core wheel, as NumPy (worker)
     assert out["stats"]["native"] == native
     # the relaxed-SIMD build of the C kernels (both browsers compile relaxed SIMD)
     assert out["stats"]["nativeRelaxed"] == native

@@ -21,7 +21,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, "..", "..");
 
 function parseArgs(argv) {
-  const out = { op: null, data: join(repo, "tests", "data", "wpt"), assets: null, native: false, relaxed: "0" };
+  const out = { op: null, data: join(repo, "tests", "data", "wpt"), assets: null, native: false, relaxed: "0", plan: "1" };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === "--op") out.op = argv[++i];
@@ -29,6 +29,7 @@ function parseArgs(argv) {
     else if (a === "--assets") out.assets = resolve(argv[++i]);
     else if (a === "--native") out.native = true;
     else if (a === "--relaxed") out.relaxed = argv[++i];
+    else if (a === "--plan") out.plan = argv[++i];
     else throw new Error(`unknown argument ${a}`);
   }
   return out;
@@ -56,6 +57,8 @@ async function main() {
   // which build of the C kernels loads: 0 the plain one, 1 the relaxed-SIMD one (Node needs
   // --experimental-wasm-relaxed-simd for it; without, the plain one loads instead)
   pyodide.runPython(`import os; os.environ["PYODIDE_WEBNN_RELAXED"] = ${JSON.stringify(String(args.relaxed))}`);
+  // --plan 0: every step from Python (no compiled plan, py_core/compiler/plan.py)
+  pyodide.runPython(`import os; os.environ["PYODIDE_WEBNN_PLAN"] = ${JSON.stringify(String(args.plan))}`);
   const reportJson = await pyodide.runPythonAsync(args.native ? `
 import sys, json
 sys.dont_write_bytecode = True

@@ -110,3 +110,11 @@ def test_pyodide_pass_list_equals_cpython(pyodide_report: dict) -> None:  # type
     assert not only_cpython and not only_pyodide, (
         f"passes only in CPython: {len(only_cpython)}, only in Pyodide: {len(only_pyodide)}\n"
         + "\n".join(detail) + ("\n" + "\n".join(only_pyodide[:20]) if only_pyodide else ""))
+
+
+def test_pyodide_pass_list_is_the_same_without_the_compiled_plan(pyodide_report: dict) -> None:  # type: ignore[type-arg]
+    """The compiled plan (py_core/compiler/plan.py) on (the other runs) and off (--plan 0): the same passes."""
+    if pyodide_report["build"] != "plain":
+        pytest.skip("once, with the plain build")
+    off = run_node("plain", "--data", str(DATA), "--plan", "0")
+    assert sorted(off["passed"]) == sorted(pyodide_report["passed"])

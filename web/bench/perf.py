@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
 import shlex
 import statistics
 import subprocess
@@ -44,7 +45,8 @@ from web.bench import results as res
 from web.bench.session import BrowserSession, BrowserUnavailable, Target, dev_server, local_target
 
 PERF_SCHEMA = 1
-PAGE = "/perf/"
+# PYODIDE_WEBNN_BENCH_QUERY (e.g. "?plan=0") is added to the perf page's URL: worker switches for a before/after
+PAGE = "/perf/" + os.environ.get("PYODIDE_WEBNN_BENCH_QUERY", "")
 BASELINE_QUERY = "?compiler=0&native=0&blas=0"
 PAGE_TIMEOUT_MS = 600_000
 # the page's implementation names -> (Result.implementation, Result.variant)

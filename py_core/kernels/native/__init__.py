@@ -57,10 +57,12 @@ _SIGNATURES.update({
     "wk_layer_norm": [_P, _P, _L, _L, _P, _P, _F],
     "wk_softmax": [_P, _P, _L, _L],
 })
+# the compiled plan (webnn_plan.c, py_core/compiler/plan.py): words, their count, the address table
+_SIGNATURES["wk_run_plan"] = [_P, _L, _P]
 
 
 # the functions returning an int64
-_SIZES = ("wk_sgemm_work", "wk_packed_b_size", "wk_depthwise_nchw_work", "wk_conv_nchw_work")
+_SIZES = ("wk_sgemm_work", "wk_packed_b_size", "wk_depthwise_nchw_work", "wk_conv_nchw_work", "wk_run_plan")
 # the packed product's blocking, as in webnn_kernels.c (tests/core/test_native_kernels.py checks they agree)
 PANEL, KC, NC = 16, 256, 256
 
@@ -296,8 +298,10 @@ def conv_nchw(x: np.ndarray, w: np.ndarray, kh: int, kw: int, strides: tuple[int
 
 def depthwise(x: np.ndarray, taps: np.ndarray, layout: str, strides: tuple[int, int],
               dilations: tuple[int, int], pad_top_left: tuple[int, int], out_shape: tuple[int, ...],
-              bias: np.ndarray | None, act: int, lo: float, hi: float) -> np.ndarray:
-    """Depthwise conv2d of a contiguous float32 input; taps [KH, KW, C] for nhwc, [C, KH, KW] for nchw."""
+              bias: np.ndarray | None, act: int, lo: float, hi: float,
+              work: np.ndarray | None = None) -> np.ndarray:
+    """Depthwise conv2d of a contiguous float32 input; taps [KH, KW, C] for nhwc, [C, KH, KW] for nchw.  `work`:
+    the nchw 3x3 path's padded plane (allocated here when None; native_check passes one full of NaN)."""
     assert _LIB is not None
     if layout == "nhwc":
         n, h, w, c = x.shape
@@ -306,7 +310,6 @@ def depthwise(x: np.ndarray, taps: np.ndarray, layout: str, strides: tuple[int, 
         _, oh, ow, _ = out_shape
         fn = _LIB.wk_depthwise_nhwc
         dims = (n, h, w, c)
-        work = None
     else:
         n, c, h, w = x.shape
         kh, kw = taps.shape[1], taps.shape[2]
@@ -315,7 +318,9 @@ def depthwise(x: np.ndarray, taps: np.ndarray, layout: str, strides: tuple[int, 
         fn = _LIB.wk_depthwise_nchw
         dims = (n, c, h, w)
         size = depthwise_work_size(kh, kw, strides, dilations, oh, ow)
-        work = np.empty(size, F32) if size else None
+        if work is None or not size:
+            work = np.empty(size, F32) if size else None
+        _require(work is None or (_f32_c(work) and work.size == size), "depthwise_nchw work")
     _require(_f32_c(x, taps, bias) and tuple(out_shape) == want_out and taps.shape == want_taps
              and (bias is None or bias.size == c) and act in (ACT_NONE, ACT_CLAMP, ACT_HARD_SWISH)
              and conv_fits((h, w), (kh, kw), strides, dilations, pad_top_left, (oh, ow)), f"depthwise_{layout}")
@@ -424,3 +429,9 @@ def softmax_last(x: np.ndarray) -> np.ndarray:
     y = np.empty(src.shape, F32)
     _LIB.wk_softmax(_ptr(src), _ptr(y), src.size // src.shape[-1], src.shape[-1])
     return y
+
+
+def run_plan_fn() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
+    """The compiled plan's entry point wk_run_plan(words, count, table) -> 0 or 1 + a refused word's offset
+    (py_core/compiler/plan.py writes and checks the words), or None when the C kernels are off."""
+    return None if _LIB is None else _LIB.wk_run_plan

@@ -43,16 +43,34 @@ static inline v4 zero4(void) { return (v4){0.0f, 0.0f, 0.0f, 0.0f}; }
 /* where mask lanes are set take b, else a (mask from a vector comparison: all ones or zero) */
 static inline v4 blend(v4 a, v4 b, v4i mask) { return (v4)(((v4i)a & ~mask) | ((v4i)b & mask)); }
 
+/* v < lo ? lo : v and v > hi ? hi : v, lane by lane: in wasm f32x4.pmax(v, lo) and f32x4.pmin(v, hi), whose
+ * definitions are exactly these (one maxps / minps on x86, where a comparison and a bitselect took four) */
+static inline v4 raise_to(v4 v, v4 lo) {
+#if defined(__wasm_simd128__)
+  return __builtin_wasm_pmax_f32x4(v, lo);
+#else
+  return blend(v, lo, v < lo);
+#endif
+}
+
+static inline v4 lower_to(v4 v, v4 hi) {
+#if defined(__wasm_simd128__)
+  return __builtin_wasm_pmin_f32x4(v, hi);
+#else
+  return blend(v, hi, v > hi);
+#endif
+}
+
 /* NaN compares false, so NaN passes through clamp unchanged, as np.copyto(y, lo, where=y < lo) does */
 static inline v4 act4(v4 v, int act, float lo, float hi) {
   if (act == ACT_CLAMP) {
-    v = blend(v, splat(lo), v < splat(lo));
-    v = blend(v, splat(hi), v > splat(hi));
+    v = raise_to(v, splat(lo));
+    v = lower_to(v, splat(hi));
   } else if (act == ACT_HARD_SWISH) {
     /* x * min(max(x + 3, 0), 6) / 6 in the reference's order */
     v4 t = v + splat(3.0f);
-    t = blend(t, zero4(), t < zero4());
-    t = blend(t, splat(6.0f), t > splat(6.0f));
+    t = raise_to(t, zero4());
+    t = lower_to(t, splat(6.0f));
     v = v * t;
     v = v / splat(6.0f);
   }
@@ -267,6 +285,15 @@ static void pack_b_block(i64 kc, i64 n, const float *b, i64 ldb, float *out) {
   }
 }
 
+/* the micro-kernels' store of a full tile: acc + bias (BIAS, an expression of r and v), then the clamp or not */
+#define CLAMP_V(x) lower_to(raise_to((x), lo), hi)
+#define PLAIN_V(x) (x)
+#define STORE_TILE(MR_, NV_, BIAS, ACT)                                                                     \
+  do {                                                                                                      \
+    for (int r = 0; r < MR_; r++)                                                                           \
+      for (int v = 0; v < NV_; v++) st(c + r * ldc + 4 * v, ACT(acc[r][v] + (BIAS)));                        \
+  } while (0)
+
 /* MR rows x 4 NV columns of C from a K block: acc = (first ? 0 : C) + A[rows, k0:k0+kc] panel (the panel's
  * first 4 NV columns: NV < PV for a last panel of few columns, e.g. 49 = 3 x 16 + 1) */
 #define DEF_MICRO_(MR, NV)                                                                                  \
@@ -296,7 +323,17 @@ static void pack_b_block(i64 kc, i64 n, const float *b, i64 ldb, float *out) {
       }                                                                                                     \
       bp += PANEL;                                                                                          \
     }                                                                                                       \
-    if (ncols == 4 * NV) {                                                                                  \
+    if (ncols == 4 * NV && last && e->act != ACT_HARD_SWISH) {                                              \
+      /* the full tile's store with its bias and clamp branches taken once, not per vector (small K: 10-15%) */ \
+      const v4 lo = splat(e->lo), hi = splat(e->hi);                                                        \
+      const int clamp = e->act == ACT_CLAMP;                                                                \
+      if (e->bias_mode == BIAS_PER_ROW && clamp) STORE_TILE(MR, NV, splat(e->bias[i + r]), CLAMP_V);        \
+      else if (e->bias_mode == BIAS_PER_ROW) STORE_TILE(MR, NV, splat(e->bias[i + r]), PLAIN_V);            \
+      else if (e->bias_mode == BIAS_PER_COL && clamp) STORE_TILE(MR, NV, ld(e->bias + j + 4 * v), CLAMP_V); \
+      else if (e->bias_mode == BIAS_PER_COL) STORE_TILE(MR, NV, ld(e->bias + j + 4 * v), PLAIN_V);          \
+      else if (clamp) STORE_TILE(MR, NV, zero4(), CLAMP_V);                                                 \
+      else STORE_TILE(MR, NV, zero4(), PLAIN_V);                                                            \
+    } else if (ncols == 4 * NV) {                                                                           \
       for (int r = 0; r < MR; r++)                                                                          \
         for (int v = 0; v < NV; v++)                                                                        \
           if (last) out4(e, c + r * ldc + 4 * v, i + r, j + 4 * v, acc[r][v]);                              \
@@ -386,49 +423,120 @@ typedef struct {
   const float *x;
 } conv_geometry;
 
+#if defined(__clang__)
+#define EVEN_LANES(a, b) __builtin_shufflevector((a), (b), 0, 2, 4, 6)
+#define ODD_LANES(a, b) __builtin_shufflevector((a), (b), 1, 3, 5, 7)
+#else
+#define EVEN_LANES(a, b) __builtin_shuffle((a), (b), (v4i){0, 2, 4, 6})
+#define ODD_LANES(a, b) __builtin_shuffle((a), (b), (v4i){1, 3, 5, 7})
+#endif
+
+/* dst[0, len) = row[iw0 + q * sw] where that column is inside [0, W), else 0 (row NULL: all zeros) */
+static inline void gather_segment(float *dst, const float *row, i64 iw0, i64 sw, i64 len, i64 W) {
+  if (!row) {
+    for (i64 q = 0; q < len; q++) dst[q] = 0.0f;
+    return;
+  }
+  if (sw == 2) {
+    /* vectors where every column read (iw0 + 2q .. iw0 + 2q + 7) is inside the row, the rest one at a time */
+    i64 v0 = iw0 >= 0 ? 0 : (1 - iw0) / 2, q = 0;
+    for (; q < len && q < v0; q++) {
+      i64 iw = iw0 + 2 * q;
+      dst[q] = iw >= 0 && iw < W ? row[iw] : 0.0f;
+    }
+    for (; q + 4 <= len && iw0 + 2 * q + 8 <= W; q += 4) {
+      const float *src = row + iw0 + 2 * q;
+      st(dst + q, EVEN_LANES(ld(src), ld(src + 4)));
+    }
+    for (; q < len; q++) {
+      i64 iw = iw0 + 2 * q;
+      dst[q] = iw >= 0 && iw < W ? row[iw] : 0.0f;
+    }
+    return;
+  }
+  if (sw != 1) {
+    for (i64 q = 0; q < len; q++) {
+      i64 iw = iw0 + q * sw;
+      dst[q] = iw >= 0 && iw < W ? row[iw] : 0.0f;
+    }
+    return;
+  }
+  /* stride 1: zeros before column 0, the run inside the row, zeros after column W - 1 */
+  i64 lo = -iw0 < 0 ? 0 : -iw0 > len ? len : -iw0;
+  i64 hi = W - iw0 < lo ? lo : W - iw0 > len ? len : W - iw0;
+  i64 q = 0;
+  for (; q < lo; q++) dst[q] = 0.0f;
+  if (hi - lo >= 4) {
+    const float *src = row + iw0;
+    for (; q + 4 <= hi; q += 4) st(dst + q, ld(src + q));
+    if (q < hi) st(dst + hi - 4, ld(src + hi - 4)); /* overlapping: the same values again */
+    q = hi;
+  }
+  for (; q < hi; q++) dst[q] = row[iw0 + q];
+  for (; q < len; q++) dst[q] = 0.0f;
+}
+
+#define FAST_TAPS 64 /* windows up to 8 x 8 get the per-tap fast path below */
+
 static void pack_conv_block(const conv_geometry *g, i64 k0, i64 kc, i64 n0, i64 n, float *out) {
+  const i64 ntaps = g->KH * g->KW;
   for (i64 p = 0; p < n; p += PANEL) {
     i64 w = n - p < PANEL ? n - p : PANEL;
-    i64 oh0 = (n0 + p) / g->OW, ow0 = (n0 + p) % g->OW;
-    int one_row = ow0 + w <= g->OW; /* the panel's columns are outputs of one row */
-    i64 c = k0 / (g->KH * g->KW), i = (k0 / g->KW) % g->KH, j = k0 % g->KW;
+    /* the panel's columns as runs along output rows: run s is columns [sq[s], sq[s] + sl[s]) = outputs
+     * (soh[s], sow[s] ...); the columns past w are zeros */
+    i64 sq[PANEL + 1], sl[PANEL + 1], soh[PANEL + 1], sow[PANEL + 1];
+    int ns = 0;
+    for (i64 q = 0, oh = (n0 + p) / g->OW, ow = (n0 + p) % g->OW; q < w; ns++) {
+      i64 len = g->OW - ow < w - q ? g->OW - ow : w - q;
+      sq[ns] = q; sl[ns] = len; soh[ns] = oh; sow[ns] = ow;
+      q += len; ow = 0; oh++;
+    }
+    /* taps whose 16 columns are one run inside the input (every read in bounds, the extra column a stride-2
+     * vector reads included): their offset in a channel plane, the same for every channel */
+    i64 off[FAST_TAPS];
+    unsigned char fast[FAST_TAPS];
+    for (i64 tap = 0; tap < ntaps && tap < FAST_TAPS; tap++) {
+      i64 ih = soh[0] * g->sh - g->pt + (tap / g->KW) * g->dh;
+      i64 iw0 = sow[0] * g->sw - g->pl + (tap % g->KW) * g->dw;
+      i64 span = g->sw == 1 ? PANEL : 2 * PANEL;
+      fast[tap] = ns == 1 && w == PANEL && (g->sw == 1 || g->sw == 2) && ih >= 0 && ih < g->H && iw0 >= 0 &&
+                  iw0 + span <= g->W;
+      off[tap] = fast[tap] ? ih * g->W + iw0 : 0;
+    }
+    i64 c = k0 / ntaps, tap = k0 % ntaps;
     for (i64 t = 0; t < kc; t++) {
       float *dst = out + t * PANEL;
       const float *plane = g->x + c * g->H * g->W;
-      if (one_row) {
-        i64 ih = oh0 * g->sh - g->pt + i * g->dh;
-        i64 iw0 = ow0 * g->sw - g->pl + j * g->dw;
-        if (ih < 0 || ih >= g->H) {
-          for (int q = 0; q < PANEL; q++) dst[q] = 0.0f;
-        } else if (g->sw == 1 && w == PANEL && iw0 >= 0 && iw0 + PANEL <= g->W) {
-          const float *src = plane + ih * g->W + iw0;
+      if (tap < FAST_TAPS && fast[tap]) {
+        const float *src = plane + off[tap];
+        if (g->sw == 1) {
           for (int v = 0; v < PV; v++) st(dst + 4 * v, ld(src + 4 * v));
         } else {
-          const float *src = plane + ih * g->W;
-          for (i64 q = 0; q < PANEL; q++) {
-            i64 iw = iw0 + q * g->sw;
-            dst[q] = q < w && iw >= 0 && iw < g->W ? src[iw] : 0.0f;
-          }
+          for (int v = 0; v < PV; v++) st(dst + 4 * v, EVEN_LANES(ld(src + 8 * v), ld(src + 8 * v + 4)));
         }
       } else {
-        i64 oh = oh0, ow = ow0;
-        for (i64 q = 0; q < PANEL; q++) {
-          float v = 0.0f;
-          if (q < w) {
-            i64 ih = oh * g->sh - g->pt + i * g->dh, iw = ow * g->sw - g->pl + j * g->dw;
-            if (ih >= 0 && ih < g->H && iw >= 0 && iw < g->W) v = plane[ih * g->W + iw];
-            if (++ow == g->OW) { ow = 0; oh++; }
-          }
-          dst[q] = v;
+        i64 i = tap / g->KW, j = tap % g->KW;
+        for (int s = 0; s < ns; s++) {
+          i64 ih = soh[s] * g->sh - g->pt + i * g->dh;
+          const float *row = ih >= 0 && ih < g->H ? plane + ih * g->W : 0;
+          gather_segment(dst + sq[s], row, sow[s] * g->sw - g->pl + j * g->dw, g->sw, sl[s], g->W);
         }
+        for (i64 q = w; q < PANEL; q++) dst[q] = 0.0f;
       }
-      if (++j == g->KW) {
-        j = 0;
-        if (++i == g->KH) { i = 0; c++; }
+      if (++tap == ntaps) {
+        tap = 0;
+        c++;
       }
     }
     out += kc * PANEL;
   }
+}
+
+/* blocks of at most max rows, all of about the same size (576 = 3 x 192, not 256 + 256 + 64): a short last
+ * block pays the accumulators' load and store for few steps */
+static inline i64 even_block(i64 K, i64 max) {
+  i64 blocks = (K + max - 1) / max;
+  return (K + blocks - 1) / blocks;
 }
 
 /* the work buffer wk_conv_nchw needs (floats): one packed block */
@@ -442,10 +550,11 @@ EXPORT void wk_conv_nchw(i64 C, i64 H, i64 W, const float *x, i64 KH, i64 KW, i6
   conv_geometry g = {C, H, W, KH, KW, sh, sw, dh, dw, pt, pl, OH, OW, x};
   epilogue e = {bias, bias ? BIAS_PER_ROW : BIAS_NONE, act, lo, hi};
   i64 K = C * KH * KW, N = OH * OW;
+  i64 kb = even_block(K, KC);
   for (i64 n0 = 0; n0 < N; n0 += NC) {
     i64 n = N - n0 < NC ? N - n0 : NC;
-    for (i64 k0 = 0; k0 < K; k0 += KC) {
-      i64 kc = K - k0 < KC ? K - k0 : KC;
+    for (i64 k0 = 0; k0 < K; k0 += kb) {
+      i64 kc = K - k0 < kb ? K - k0 : kb;
       pack_conv_block(&g, k0, kc, n0, n, work);
       gemm_block(0, O, n0, n, k0, kc, w, K, 1, work, y, N, k0 == 0, k0 + kc >= K, &e);
     }
@@ -570,13 +679,6 @@ EXPORT void wk_depthwise_nhwc(i64 N, i64 H, i64 W, i64 C, const float *x, i64 KH
       }
 }
 
-#if defined(__clang__)
-#define EVEN_LANES(a, b) __builtin_shufflevector((a), (b), 0, 2, 4, 6)
-#define ODD_LANES(a, b) __builtin_shufflevector((a), (b), 1, 3, 5, 7)
-#else
-#define EVEN_LANES(a, b) __builtin_shuffle((a), (b), (v4i){0, 2, 4, 6})
-#define ODD_LANES(a, b) __builtin_shuffle((a), (b), (v4i){1, 3, 5, 7})
-#endif
 
 /* four outputs' inputs along a row: p[0], p[s], p[2s], p[3s] (stride 2 reads p[0..7]) */
 static inline v4 ld_strided(const float *p, i64 s) {
@@ -651,6 +753,28 @@ static inline __attribute__((always_inline)) void dw3x3_row(float *row, const fl
   if (ow < OW) st(row + OW - 4, act4(dw3x3_vec(r0, r1, r2, OW - 4, sw, wh, t) + vb, act, lo, hi));
 }
 
+/* two output rows (the second from input rows s0..s2) of at least 8 columns: four independent sums per step,
+ * each in the same (i, j) order as dw3x3_vec */
+static inline __attribute__((always_inline)) void dw3x3_row2(float *row, const float *r0, const float *r1,
+                                                             const float *r2, const float *s0, const float *s1,
+                                                             const float *s2, i64 OW, i64 sw, i64 wh,
+                                                             const v4 *t, float b, int act, float lo, float hi) {
+  v4 vb = splat(b);
+  for (i64 ow = 0;;) {
+    if (ow + 8 > OW) ow = OW - 8; /* the last step overlaps the previous one: the same values again */
+    v4 a0 = dw3x3_vec(r0, r1, r2, ow, sw, wh, t);
+    v4 a1 = dw3x3_vec(r0, r1, r2, ow + 4, sw, wh, t);
+    v4 c0 = dw3x3_vec(s0, s1, s2, ow, sw, wh, t);
+    v4 c1 = dw3x3_vec(s0, s1, s2, ow + 4, sw, wh, t);
+    st(row + ow, act4(a0 + vb, act, lo, hi));
+    st(row + ow + 4, act4(a1 + vb, act, lo, hi));
+    st(row + OW + ow, act4(c0 + vb, act, lo, hi));
+    st(row + OW + ow + 4, act4(c1 + vb, act, lo, hi));
+    if (ow + 8 >= OW) break;
+    ow += 8;
+  }
+}
+
 static inline int finite9(const float *t) {
   for (int k = 0; k < 9; k++)
     if (!(t[k] - t[k] == 0.0f)) return 0; /* inf - inf and NaN - NaN are NaN */
@@ -660,11 +784,29 @@ static inline int finite9(const float *t) {
 /* the zero-padded copy of the input a 3x3 depthwise plane reads: wk_depthwise_nchw_work floats */
 EXPORT i64 wk_depthwise_nchw_work(i64 OH, i64 OW, i64 sh, i64 sw) { return ((OH - 1) * sh + 3) * ((OW - 1) * sw + 4); }
 
+/* P: the padded plane (Hp x Wp); zeroed: P already holds the zeros of an earlier plane of the same call (stride 1
+ * writes only the input's positions, the same for every plane, so its padding stays zero) */
 static void dw3x3_plane(const float *plane, i64 H, i64 W, const float *taps, float b, i64 sh, i64 sw, i64 pt,
-                        i64 pl, i64 OH, i64 OW, float *out, int act, float lo, float hi, float *P) {
+                        i64 pl, i64 OH, i64 OW, float *out, int act, float lo, float hi, float *P, int zeroed) {
   i64 Hp = (OH - 1) * sh + 3, Wp = (OW - 1) * sw + 4;
   i64 q0 = pl < Wp ? pl : Wp, q1 = pl + W < Wp ? pl + W : Wp; /* the columns inside the input: [q0, q1) */
-  for (i64 r = 0; r < Hp; r++) {
+  if (sw == 1) {
+    if (!zeroed)
+      for (i64 q = 0; q < Hp * Wp; q++) P[q] = 0.0f;
+    i64 len = q1 - q0, r1 = pt + H < Hp ? pt + H : Hp;
+    for (i64 r = pt; r < r1; r++) { /* input row r - pt into padded columns [q0, q1) */
+      const float *src = plane + (r - pt) * W + (q0 - pl);
+      float *dst = P + r * Wp + q0;
+      if (len >= 4) {
+        i64 q = 0;
+        for (; q + 4 <= len; q += 4) st(dst + q, ld(src + q));
+        if (q < len) st(dst + len - 4, ld(src + len - 4)); /* overlapping: the same values again */
+      } else {
+        for (i64 q = 0; q < len; q++) dst[q] = src[q];
+      }
+    }
+  }
+  for (i64 r = 0; r < Hp && sw != 1; r++) {
     float *dst = P + r * Wp;
     i64 ih = r - pt;
     if (ih < 0 || ih >= H) {
@@ -675,17 +817,21 @@ static void dw3x3_plane(const float *plane, i64 H, i64 W, const float *taps, flo
     if (sw == 2) {
       /* stride 2: the even padded columns, then the odd ones (Wp is even), so that every tap of four
        * outputs is one contiguous load instead of two loads and a shuffle */
-      i64 Wh = Wp / 2;
+      i64 Wh = Wp / 2, h = 0;
       float *ev = dst, *od = dst + Wh;
-      for (i64 h = 0; h < Wh; h++) {
+      /* one at a time up to the first even column inside the input, then vectors of eight columns while all
+       * are inside, then one at a time again */
+      for (; h < Wh && 2 * h < q0; h++) {
+        ev[h] = 0.0f;
+        od[h] = 2 * h + 1 >= q0 && 2 * h + 1 < q1 ? src[2 * h + 1 - pl] : 0.0f;
+      }
+      for (; h + 4 <= Wh && 2 * h + 8 <= q1; h += 4) {
+        v4 a = ld(src + (2 * h - pl)), c = ld(src + (2 * h - pl) + 4);
+        st(ev + h, EVEN_LANES(a, c));
+        st(od + h, ODD_LANES(a, c));
+      }
+      for (; h < Wh; h++) {
         i64 q = 2 * h;
-        if (q >= q0 && q + 8 <= q1 && h + 4 <= Wh) {
-          v4 a = ld(src + (q - pl)), c = ld(src + (q - pl) + 4);
-          st(ev + h, EVEN_LANES(a, c));
-          st(od + h, ODD_LANES(a, c));
-          h += 3;
-          continue;
-        }
         ev[h] = q >= q0 && q < q1 ? src[q - pl] : 0.0f;
         od[h] = q + 1 >= q0 && q + 1 < q1 ? src[q + 1 - pl] : 0.0f;
       }
@@ -699,7 +845,21 @@ static void dw3x3_plane(const float *plane, i64 H, i64 W, const float *taps, flo
   }
   v4 t[9];
   for (int k = 0; k < 9; k++) t[k] = splat(taps[k]);
-  for (i64 oh = 0; oh < OH; oh++) {
+  i64 oh = 0;
+  if (OW >= 8)
+    for (; oh + 2 <= OH; oh += 2) {
+      const float *r0 = P + oh * sh * Wp, *r1 = r0 + Wp, *r2 = r1 + Wp;
+      const float *s0 = r0 + sh * Wp, *s1 = s0 + Wp, *s2 = s1 + Wp;
+      if (sw == 1 && sh == 1)
+        dw3x3_row2(out + oh * OW, r0, r1, r2, r1, r2, r2 + Wp, OW, 1, Wp / 2, t, b, act, lo, hi);
+      else if (sw == 1)
+        dw3x3_row2(out + oh * OW, r0, r1, r2, s0, s1, s2, OW, 1, Wp / 2, t, b, act, lo, hi);
+      else if (sh == 2)
+        dw3x3_row2(out + oh * OW, r0, r1, r2, r2, r2 + Wp, r2 + 2 * Wp, OW, 2, Wp / 2, t, b, act, lo, hi);
+      else
+        dw3x3_row2(out + oh * OW, r0, r1, r2, s0, s1, s2, OW, 2, Wp / 2, t, b, act, lo, hi);
+    }
+  for (; oh < OH; oh++) {
     const float *r0 = P + oh * sh * Wp, *r1 = r0 + Wp, *r2 = r1 + Wp;
     if (sw == 1)
       dw3x3_row(out + oh * OW, r0, r1, r2, OW, 1, Wp / 2, t, taps, b, act, lo, hi);
@@ -722,14 +882,16 @@ EXPORT void wk_depthwise_nchw(i64 N, i64 C, i64 H, i64 W, const float *x, i64 KH
   i64 v_lo = (pl + sw - 1) / sw;
   i64 last_read = (KW - 1) * dw - pl + (sw == 2 ? 1 : 0); /* + (ow + 3) * sw <= W - 1 */
   i64 v_hi = (W - 1 - last_read) >= 0 ? (W - 1 - last_read) / sw - 3 : -1; /* last vector start, inclusive */
-  int fast = work && KH == 3 && KW == 3 && dh == 1 && dw == 1 && sw <= 2;
+  int fast = work && KH == 3 && KW == 3 && dh == 1 && dw == 1 && sw <= 2, zeroed = 0;
   for (i64 n = 0; n < N; n++)
     for (i64 c = 0; c < C; c++) {
       const float *plane = x + (n * C + c) * H * W;
       const float *taps = w + c * KH * KW;
       float b = bias ? bias[c] : 0.0f;
       if (fast && finite9(taps)) {
-        dw3x3_plane(plane, H, W, taps, b, sh, sw, pt, pl, OH, OW, y + (n * C + c) * OH * OW, act, lo, hi, work);
+        dw3x3_plane(plane, H, W, taps, b, sh, sw, pt, pl, OH, OW, y + (n * C + c) * OH * OW, act, lo, hi, work,
+                    zeroed);
+        zeroed = 1;
         continue;
       }
       for (i64 oh = 0; oh < OH; oh++) {
@@ -984,3 +1146,6 @@ EXPORT void wk_softmax(const float *x, float *y, i64 rows, i64 n) {
     for (k = 0; k < n; k++) yr[k] /= total;
   }
 }
+
+/* the compiled plan: a run of steps in one call (py_core/compiler/plan.py) */
+#include "webnn_plan.c"

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Startup only, by stage: script tag to a built graph (`web.bench.perf`'s startup procedure: Chromium on an
+on-disk profile, cold then restarted warm; Firefox cold then warm in one context), with page query variants
+interleaved round by round, so a before/after compares like with like on a shared machine.
+
+    .venv/bin/python scripts/bench_startup.py --browsers chromium,firefox --rounds 3 --variants ",?unpack=0"
+
+Each variant is a query string for the /perf/ page (its switches pass to the polyfill, see
+web/pages/bench/index.html; "" is the default build); "other:<query>" loads it from a second dev server whose
+repository root is --other-root (e.g. an export of another branch, built: `git archive main | tar -x -C DIR`, then
+its polyfill bundle), the before side of a before/after in the same rounds.  Prints one line per visit (time to
+a built graph and the polyfill's bootTimings stage times), then the median and minimum per browser x variant x
+visit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from web.bench.perf import PAGE, PAGE_TIMEOUT_MS, _playwright, models  # noqa: E402
+from web.bench.session import dev_server, free_port, serve_app  # noqa: E402
+from web.browsers import launch_args  # noqa: E402
+from web.settings import Settings  # noqa: E402
+
+
+def visit(context: Any, url: str, case: str) -> dict[str, Any]:
+    page = context.new_page()
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
+    page.goto(url)
+    page.wait_for_function("() => window.perf && window.perf.ready")
+    out = dict(page.evaluate("(name) => perf.startup(name)", case))
+    page.close()
+    return out
+
+
+def stages(bt: dict[str, Any]) -> str:
+    w = bt.get("worker") or {}
+    p = bt.get("page") or {}
+    keys = ("script", "runtime", "siteOpen", "siteRead", "siteChecked", "numpy", "wheels", "packages", "numpyImport",
+            "core")
+    ws = " ".join(f"{k}={w[k]}" for k in keys if k in w)
+    ps = " ".join(f"{k}={p[k]}" for k in keys if k in p)
+    top = " ".join(f"{k}={bt[k]}" for k in ("page-runtime", "page-core", "worker-runtime", "worker-core")
+                   if k in bt)
+    extra = {k: bt[k] for k in ("snapshot", "wasm", "numpy", "wheels") if k in bt}
+    return f"worker[{ws}] page[{ps}] page-clock[{top}] {json.dumps(extra, separators=(',', ':'))}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--browsers", default="chromium")
+    ap.add_argument("--variants", default="", help='comma-separated query strings, e.g. ",?unpack=0"')
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--case", default="chain1")
+    ap.add_argument("--json", type=Path, help="write every visit's answer here")
+    ap.add_argument("--other-root", type=Path, help='repository root served for "other:" variants')
+    a = ap.parse_args()
+    variants = a.variants.split(",")
+    models()  # the graphs (scripts/bench_models.py), generated on first use
+    rows: list[dict[str, Any]] = []
+    env = Settings.from_env()
+    other_root = (a.other_root or env.repo_root).resolve()
+    other = Settings(host="127.0.0.1", port=free_port(), cache_dir=env.cache_dir, repo_root=other_root,
+                     reports_dir=env.reports_dir)
+    with dev_server() as here, serve_app(other) as there, _playwright() as pw:
+        for r in range(a.rounds):
+            for browser in a.browsers.split(","):
+                for v in variants:
+                    url = f"{there}{PAGE}{v[6:]}" if v.startswith("other:") else f"{here}{PAGE}{v}"
+                    if browser == "chromium":
+                        with tempfile.TemporaryDirectory(prefix="bench-profile-") as profile:
+                            for label in ("cold", "warm"):
+                                ctx = pw.chromium.launch_persistent_context(profile, **launch_args("chromium"))
+                                try:
+                                    rows.append({"round": r, "browser": browser, "variant": v, "visit": label,
+                                                 **visit(ctx, url, a.case)})
+                                finally:
+                                    ctx.close()
+                                print(f"{browser:8} {v or 'default':14} {label} {rows[-1]['builtMs']:7.0f} ms  "
+                                      f"{stages(rows[-1]['bootTimings'])}", flush=True)
+                    else:
+                        b = getattr(pw, browser).launch(**launch_args(browser))
+                        try:
+                            ctx = b.new_context()
+                            for label in ("cold", "warm"):
+                                rows.append({"round": r, "browser": browser, "variant": v, "visit": label,
+                                             **visit(ctx, url, a.case)})
+                                print(f"{browser:8} {v or 'default':14} {label} {rows[-1]['builtMs']:7.0f} ms  "
+                                      f"{stages(rows[-1]['bootTimings'])}", flush=True)
+                        finally:
+                            b.close()
+                    time.sleep(0.5)
+    print("\nbuilt graph (ms): median / min over rounds")
+    for browser in a.browsers.split(","):
+        for v in variants:
+            for label in ("cold", "warm"):
+                xs = [x["builtMs"] for x in rows if x["browser"] == browser and x["variant"] == v
+                      and x["visit"] == label]
+                if xs:
+                    print(f"{browser:8} {v or 'default':14} {label}: {statistics.median(xs):7.0f} / "
+                          f"{min(xs):7.0f}  ({', '.join(f'{x:.0f}' for x in xs)})")
+    if a.json:
+        a.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
