@@ -21,8 +21,9 @@ from py_core.graph import Graph, _jsonable
 from py_core.kernels import traits
 from py_core.kernels.traits import BatchSite
 
-# Below this many FLOP of products per run a split does not pay for its messages and copies (measured in
-# docs/performance.md: a 64->64 3x3 conv at 56x56, 0.46 GFLOP at batch 2, gained; the 1-op graphs lose)
+# Below this many FLOP of products per run (a few ms of work) a split cannot pay for its messages, copies and
+# a cross-thread wake-up (0.1-1 ms each way on the loaded machine: docs/performance.md); a conservative
+# setting, not a measured crossover (the machine was never quiet long enough to sweep one)
 SPLIT_MIN_FLOPS = 100e6
 
 
