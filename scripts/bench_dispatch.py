@@ -37,26 +37,56 @@ ORT_JS = r"""
 async ({model, shape, reps}) => {
   const input = {data: clients.patternInput(shape, -1, 1), shape};
   const out = {};
-  // interleaved: a few runs of each backend in turn, so drift on a shared machine hits both alike
-  for (let round = 0; round < 3; round++) {
-    for (const backend of ['wasm', 'webnn-polyfill']) {
-      const r = await clients.runOrt({model, backend, inputs: {input}, iterations: reps});
-      (out[backend] = out[backend] || []).push(...r.ms);
-    }
+  // what onnxruntime-web's WebNN EP asks of the polyfill per session.run: each MLContext call counted, and the
+  // time from its writeTensor to its readTensor's result (the rest of session.run is ORT's own JavaScript)
+  const proto = Object.getPrototypeOf(await webnnPolyfill.ml.createContext());
+  const calls = {};
+  let wrote = 0;
+  const polyfillMs = [];
+  const saved = {};
+  for (const name of ['createTensor', 'writeTensor', 'dispatch', 'readTensor']) {
+    saved[name] = proto[name];
+    proto[name] = function (...args) {
+      calls[name] = (calls[name] || 0) + 1;
+      if (name === 'writeTensor') wrote = performance.now();
+      const r = saved[name].apply(this, args);
+      if (name === 'readTensor') r.then(() => polyfillMs.push(performance.now() - wrote), () => {});
+      return r;
+    };
   }
-  return out;
+  let partitions = null;
+  try {
+    // interleaved: a few runs of each backend in turn, so drift on a shared machine hits both alike
+    for (let round = 0; round < 3; round++) {
+      for (const backend of ['wasm', 'webnn-polyfill']) {
+        const r = await clients.runOrt({model, backend, inputs: {input}, iterations: reps});
+        (out[backend] = out[backend] || []).push(...r.ms);
+        if (backend !== 'wasm') partitions = r.partitions;
+      }
+    }
+  } finally {
+    Object.assign(proto, saved);
+  }
+  const runs = 3 * (reps + 1);  // runOrt's first run and its timed ones
+  const perRun = Object.fromEntries(Object.entries(calls).map(([k, v]) => [k, Math.round(100 * v / runs) / 100]));
+  return {...out, polyfillMs, perRun, partitions};
 }
 """
 
 
 def ort_encoder(page: Any, model: str = "encoder_bert", shape: tuple[int, ...] = (1, 32, 128),
                 reps: int = 20) -> dict[str, Any]:
-    """onnxruntime-web on `model`: its WebNN EP on the polyfill vs its WASM EP (1 thread); ms per session.run."""
+    """onnxruntime-web on `model`: its WebNN EP on the polyfill vs its WASM EP (1 thread); ms per session.run.
+    Also: the polyfill's share of a WebNN EP run (writeTensor to readTensor's result), the MLContext calls per
+    run, and ORT's WebNN partitions (each one a graph, a dispatch and a read per run)."""
     runs = page.evaluate(ORT_JS, {"model": f"/clients/models/{model}.onnx", "shape": list(shape), "reps": reps})
-    out = {backend: _summary(ms) for backend, ms in runs.items()}
+    out: dict[str, Any] = {backend: _summary(runs[backend]) for backend in ("wasm", "webnn-polyfill")}
     out["ratio"] = round(out["webnn-polyfill"]["median"] / out["wasm"]["median"], 2)
     # the best runs: on a busy machine the medians carry other processes' load
     out["ratioOfMins"] = round(out["webnn-polyfill"]["min"] / out["wasm"]["min"], 2)
+    if runs["polyfillMs"]:
+        out["polyfill"] = _summary(runs["polyfillMs"])
+    out["callsPerRun"], out["partitions"] = runs["perRun"], runs["partitions"]
     return out
 
 
@@ -280,6 +310,9 @@ def summary(results: dict[str, Any]) -> list[str]:
     if "wasm" in enc:
         lines.append(f"small ops: encoder_bert via ORT, WebNN EP on the polyfill {_ms(enc['webnn-polyfill'])} vs "
                      f"ORT WASM {_ms(enc['wasm'])}: x{enc['ratio']} (mins x{enc['ratioOfMins']}); target <= 2")
+        if "polyfill" in enc:
+            lines.append(f"small ops: encoder_bert, of which writeTensor..readTensor {_ms(enc['polyfill'])}; "
+                         f"per run {enc.get('callsPerRun')}, WebNN partitions {enc.get('partitions')}")
     if "roundTrip" in disp:
         lines.append(f"small ops: 1-op write+dispatch+read {_ms(disp['roundTrip'], 3)}; target < 0.15")
     two_ops = results.get("dispatch_2op", {})

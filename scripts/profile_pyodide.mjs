@@ -5,6 +5,8 @@
 //   node scripts/profile_pyodide.mjs --captured BUILD.json [RUNS] [--no-blas] [--no-compiler]
 // --captured takes a build message a page sent its worker (scripts/bench_dispatch.py --capture): e.g. the graph
 // onnxruntime-web's WebNN EP builds for the encoder.
+// Steps are timed one by one, so the compiled plan is off here (it runs runs of steps as one C call):
+// scripts/bench_plan.mjs times a graph with and without it.
 import fs from 'fs';
 import path from 'path';
 
@@ -45,11 +47,11 @@ if CAPTURED:
     from py_core.builder import graph_from_json
     m = json.load(open("/home/pyodide/models/captured.json"))
     consts = {int(i): base64.b64decode(b) for i, b in zip(json.loads(m["constIds"]), m["buffers"])}
-    exe = prepare(graph_from_json(loads(m["graph"]), consts), None if COMPILER else CompileOptions.none())
+    exe = prepare(graph_from_json(loads(m["graph"]), consts), CompileOptions(plan=False) if COMPILER else CompileOptions.none())
     feeds = {n: rng.random(d.shape, dtype=np.float32) for n, d in exe.input_descs.items()}
 else:
     graph = load("/home/pyodide/models/m.json")
-    exe = prepare(replay(graph), None if COMPILER else CompileOptions.none())
+    exe = prepare(replay(graph), CompileOptions(plan=False) if COMPILER else CompileOptions.none())
     feeds = {n: rng.random(d["shape"], dtype=np.float32) for n, d in graph.inputs.items()}
 exe.run(feeds)
 

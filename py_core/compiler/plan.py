@@ -210,8 +210,9 @@ def lower_node(node: Node, prog: Program) -> CForm | None:
         except (KeyError, TypeError, ValueError):
             return None
     for ref in node.operands.values():
-        if isinstance(ref, list) or (ref is not None and prog.dtype(ref) != F32_DTYPE):
-            return None
+        for r in (ref if isinstance(ref, list) else [ref]):
+            if r is not None and prog.dtype(r) != F32_DTYPE:
+                return None
     out = prog.shape(node.outputs[0])
     if isinstance(node.kernel, PackedConv2d):
         x = _single_input(node)
@@ -233,7 +234,8 @@ def lower_node(node: Node, prog: Program) -> CForm | None:
     form = form_of(node.op)
     if form is None:
         return None
-    shapes = {name: (None if ref is None else prog.shape(ref)) for name, ref in node.operands.items()}
+    shapes: dict[str, Any] = {name: (None if ref is None else [prog.shape(r) for r in ref] if isinstance(ref, list)
+                                     else prog.shape(ref)) for name, ref in node.operands.items()}
     try:
         lowered = form(options, shapes, out)
     except (KeyError, TypeError, ValueError):  # an option the form does not know: keep the Python step
@@ -429,8 +431,9 @@ def build_plan(prog: Program, release: Sequence[Sequence[int]], slot: dict[int, 
         except PlanError:
             forms.append(None)
     # a lone step on a small array gains nothing from the plan (one call either way, and its Python kernel may
-    # run NumPy below the C kernels' call cost): it stays Python
-    for s, form in enumerate(forms):
+    # run NumPy below the C kernels' call cost): it stays Python.  Unless it is the whole graph: then the worker
+    # runs it with no Python at all (Executable.direct), which beats NumPy at any size
+    for s, form in enumerate(forms if len(nodes) > 1 else ()):
         lone = (s == 0 or forms[s - 1] is None) and (s + 1 == len(forms) or forms[s + 1] is None)
         if form is not None and lone and sum(math.prod(prog.shape(o)) for o in nodes[s].outputs) < SMALL:
             forms[s] = None
@@ -619,7 +622,11 @@ def build_plan(prog: Program, release: Sequence[Sequence[int]], slot: dict[int, 
                     if a.kind == "out":
                         body.append(e_outs[a.key or 0])
                     elif a.kind == "in":
-                        ref = node.operands.get(a.key)
+                        if isinstance(a.key, tuple):  # one of a list operand's arrays
+                            refs = node.operands.get(a.key[0])
+                            ref = refs[a.key[1]] if isinstance(refs, list) and a.key[1] < len(refs) else None
+                        else:
+                            ref = node.operands.get(a.key)
                         if not isinstance(ref, int):
                             raise PlanError(f"plan: {node.op} has no operand {a.key}")
                         body.append(value_entry(ref))

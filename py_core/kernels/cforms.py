@@ -24,7 +24,7 @@ Shape = tuple[int, ...]
 
 # opcodes and binary kinds of webnn_plan.c
 SGEMM, SGEMM_PACKED, CONV_NCHW, IM2COL_NHWC, DW_NHWC, DW_NCHW, BINARY, ACT, SIGMOID, ERF, LAYER_NORM, SOFTMAX, \
-    COPY, TRANSPOSE, GATHER = range(1, 16)
+    COPY, TRANSPOSE, GATHER, SCATTER, FILL = range(1, 18)
 BINARY_KINDS = {np.add: 0, np.subtract: 1, np.multiply: 2, np.divide: 3}
 
 
@@ -93,6 +93,22 @@ def _binary(fn: np.ufunc) -> Form:
 
 for _op, _fn in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("div", np.divide)):
     FORMS[_op] = _binary(_fn)
+PRELU = 4  # webnn_plan.c's BIN_PRELU
+
+
+def _prelu(options: Mapping[str, Any], shapes: Mapping[str, Shape | None], out: Shape) -> CForm | None:
+    """input < 0 ? input * slope : input, as the reference's np.where (the slope broadcast like a binary's)."""
+    x, s = shapes["input"], shapes["slope"]
+    count = math.prod(out)
+    if x is None or s is None or count == 0:
+        return None
+    px, ps = period(x, out), period(s, out)
+    if px is None or ps is None or count not in (px, ps):
+        return None
+    return CForm([(BINARY, (PRELU, OUT, Buf("in", "input"), Buf("in", "slope"), count, px, ps))], in_place=True)
+
+
+FORMS["prelu"] = _prelu
 
 
 def _activation(op: str) -> Form:
@@ -221,6 +237,43 @@ def _split(options: Mapping[str, Any], shapes: Mapping[str, Shape | None], outs:
     return CForm(instrs)
 
 
+def _concat(options: Mapping[str, Any], shapes: Mapping[str, Any], out: Shape) -> CForm | None:
+    """Each input copied into its slab of the output."""
+    parts, axis = shapes["inputs"], options["axis"]
+    if len(out) > 6 or not 0 <= axis < len(out) or math.prod(out) == 0:
+        return None
+    strides = [math.prod(out[i + 1:]) for i in range(len(out))]
+    pad = 6 - len(out)
+    instrs: list[tuple[int, tuple[Arg, ...]]] = []
+    start = 0
+    for i, x in enumerate(parts):
+        if len(x) != len(out) or any(x[d] != out[d] for d in range(len(out)) if d != axis):
+            return None
+        if math.prod(x):
+            instrs.append((SCATTER, (Buf("in", ("inputs", i)), OUT, start * strides[axis], *([1] * pad), *x,
+                                     *([0] * pad), *strides)))
+        start += x[axis]
+    return CForm(instrs) if start == out[axis] else None
+
+
+def _pad(options: Mapping[str, Any], shapes: Mapping[str, Any], out: Shape) -> CForm | None:
+    """Constant padding: the value everywhere, then the input into its place."""
+    x = shapes["input"]
+    begin, end = list(options["beginningPadding"]), list(options["endingPadding"])
+    if (options["mode"] != "constant" or x is None or not x or len(x) > 6 or len(begin) != len(x)
+            or len(end) != len(x) or any(v < 0 for v in begin + end) or math.prod(out) == 0
+            or tuple(d + b + e for d, b, e in zip(x, begin, end, strict=True)) != tuple(out)):
+        return None
+    strides = [math.prod(out[i + 1:]) for i in range(len(out))]
+    offset = sum(b * s for b, s in zip(begin, strides, strict=True))
+    pad = 6 - len(x)
+    instrs: list[tuple[int, tuple[Arg, ...]]] = [(FILL, (OUT, math.prod(out), F32(float(options["value"]))))]
+    if math.prod(x):
+        instrs.append((SCATTER, (Buf("in", "input"), OUT, offset, *([1] * pad), *x, *([0] * pad), *strides)))
+    return CForm(instrs)
+
+
+FORMS.update({"concat": _concat, "pad": _pad})
 MultiForm = Callable[[Mapping[str, Any], Mapping[str, Shape | None], list[Shape]], CForm | None]
 MULTI_FORMS: dict[str, MultiForm] = {"split": _split}
 

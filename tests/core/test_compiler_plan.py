@@ -217,6 +217,20 @@ def test_a_whole_graph_runs_with_one_call_and_no_python(make) -> None:
             np.testing.assert_array_equal(got[name], want[name], err_msg=name)
 
 
+def test_a_one_operator_graph_on_a_few_floats_runs_directly() -> None:
+    """A lone small step stays Python inside a bigger graph, but as the whole graph it lowers: the worker then runs
+    it with no Python (the 1-op round trip of #16)."""
+    def make(b):
+        return {"y": b.relu(b.input("x", {"dataType": "float32", "shape": [4]}))}
+
+    exe = prepare(_build(make), PLAN)
+    direct = exe.direct()
+    assert direct is not None
+    x = np.array([-1.5, 0.0, 2.0, -0.0], np.float32)
+    np.testing.assert_array_equal(direct.run({"x": x})["y"], np.maximum(x, 0))
+    np.testing.assert_array_equal(exe.run({"x": x})["y"], np.maximum(x, 0))
+
+
 def test_no_direct_run_with_python_steps() -> None:
     def make(b):
         x = b.input("x", {"dataType": "float32", "shape": [64, 64]})
@@ -248,3 +262,52 @@ def test_unary_epilogues_and_in_place_steps_with_options_lower() -> None:
 
     exe = compare(make, PLAN, runs=2)
     assert c_steps(exe) == len(exe.steps) and len(segments(exe)) == 1, [s.op for s in exe.steps]
+
+
+def test_concat_and_constant_pad_lower() -> None:
+    def make(b):
+        x = b.input("x", {"dataType": "float32", "shape": [1, 3, 5, 4]})
+        y = b.relu(x)
+        p = b.pad(y, [0, 1, 2, 0], [0, 0, 1, 3], value=-1.5)
+        c = b.concat([y, b.mul(y, y), y], 1)
+        return {"p": b.add(p, p), "c": b.sub(c, c), "cat": b.concat([b.relu(y), const(b, (1, 3, 5, 2))], 3)}
+
+    exe = compare(make, PLAN, runs=2)
+    assert c_steps(exe) == len(exe.steps) and len(segments(exe)) == 1, [s.op for s in exe.steps]
+    assert_results_survive(exe)
+
+
+def test_wpt_passes_the_same_with_every_c_form_lowered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The WPT conformance vectors as an oracle for every C form: lone small steps lowered too (they stay Python
+    by default), and the pass list equals the one without the plan."""
+    from helpers import wpt_dir
+
+    import py_core.compiler.plan as plan_module
+    from py_core.testing import wpt
+
+    lowered = []
+    build = plan_module.build_plan
+
+    def counting(*args, **kwargs):
+        p = build(*args, **kwargs)
+        lowered.append(0 if p is None else p.steps_in_c)
+        return p
+
+    monkeypatch.setattr("py_core.runtime.executor.build_plan", counting)
+    monkeypatch.setattr(plan_module, "SMALL", 0)
+    with_plan = {r.id: r.status for r in wpt.run_dir(wpt_dir())}
+    monkeypatch.setenv("PYODIDE_WEBNN_PLAN", "0")
+    without = {r.id: r.status for r in wpt.run_dir(wpt_dir())}
+    assert with_plan == without
+    assert sum(1 for n in lowered if n) > 100, sum(1 for n in lowered if n)  # the cases the C forms run (139)
+
+
+def test_prelu_lowers() -> None:
+    def make(b):
+        x = b.input("x", {"dataType": "float32", "shape": [1, 8, 8, 16]})
+        y = b.conv2d(x, const(b, (16, 1, 1, 16)), inputLayout="nhwc", filterLayout="ohwi")
+        return {"y": b.prelu(y, const(b, (16,), seed=2)), "z": b.prelu(const(b, (8, 16), seed=3), b.relu(y)),
+                "c": b.prelu(y, const(b, (8, 1, 16), seed=4))}  # broadcast in the middle: no C form
+
+    exe = compare(make, PLAN, runs=2)
+    assert c_steps(exe) == len(exe.steps) - 1, [s.op for s in exe.steps]

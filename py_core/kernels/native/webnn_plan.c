@@ -26,11 +26,14 @@
 #define PLAN_COPY 13        /* x y count */
 #define PLAN_TRANSPOSE 14   /* x y d0..d5 s0..s5: y in order, y[i0..i5] = x[sum ik * sk] (6 axes, leading ones) */
 #define PLAN_GATHER 15      /* x y offset d0..d5 s0..s5: the same from x + offset (a slab of split) */
+#define PLAN_SCATTER 16     /* x y offset d0..d5 s0..s5: y[offset + sum ik * sk] = x in order (concat, pad) */
+#define PLAN_FILL 17        /* y count value */
 
 #define BIN_ADD 0
 #define BIN_SUB 1
 #define BIN_MUL 2
 #define BIN_DIV 3
+#define BIN_PRELU 4 /* a < 0 ? a * b : a (prelu: a the input, b the slope) */
 
 typedef __UINTPTR_TYPE__ uptr;
 
@@ -45,6 +48,7 @@ static inline v4 bin4(int kind, v4 a, v4 b) {
     case BIN_ADD: return a + b;
     case BIN_SUB: return a - b;
     case BIN_MUL: return a * b;
+    case BIN_PRELU: return blend(a, a * b, a < zero4());
     default: return a / b;
   }
 }
@@ -54,6 +58,7 @@ static inline float bin1(int kind, float a, float b) {
     case BIN_ADD: return a + b;
     case BIN_SUB: return a - b;
     case BIN_MUL: return a * b;
+    case BIN_PRELU: return a < 0.0f ? a * b : a;
     default: return a / b;
   }
 }
@@ -115,6 +120,31 @@ static void plan_transpose(const float *x, float *y, const i64 *d, const i64 *s)
             y += d[5];
           }
         }
+}
+
+static void plan_scatter(const float *x, float *y, const i64 *d, const i64 *s) {
+  for (i64 a = 0; a < d[0]; a++)
+    for (i64 b = 0; b < d[1]; b++)
+      for (i64 c = 0; c < d[2]; c++)
+        for (i64 e = 0; e < d[3]; e++)
+          for (i64 f = 0; f < d[4]; f++) {
+            float *row = y + a * s[0] + b * s[1] + c * s[2] + e * s[3] + f * s[4];
+            if (s[5] == 1) {
+              i64 g = 0;
+              for (; g + 4 <= d[5]; g += 4) st(row + g, ld(x + g));
+              for (; g < d[5]; g++) row[g] = x[g];
+            } else {
+              for (i64 g = 0; g < d[5]; g++) row[g * s[5]] = x[g];
+            }
+            x += d[5];
+          }
+}
+
+static void plan_fill(float *y, i64 count, float v) {
+  v4 vv = splat(v);
+  i64 i = 0;
+  for (; i + 4 <= count; i += 4) st(y + i, vv);
+  for (; i < count; i++) y[i] = v;
 }
 
 /* Run `n` words of instructions with the address table `tab`.  Returns 0, or the word offset of an
@@ -190,6 +220,12 @@ EXPORT i64 wk_run_plan(const i64 *words, i64 n, const i64 *tab) {
         break;
       case PLAN_GATHER:
         plan_transpose(P(2) + I(4), P(3), w + 5, w + 11);
+        break;
+      case PLAN_SCATTER:
+        plan_scatter(P(2), P(3) + I(4), w + 5, w + 11);
+        break;
+      case PLAN_FILL:
+        plan_fill(P(2), I(3), F(4));
         break;
       default:
         return at + 1;
