@@ -10,7 +10,7 @@ import {destroyGraphState, makeGraph} from './graph.js';
 import {destroyTensorState, makeTensor} from './tensor.js';
 import {legacyCompute} from './compute.js';
 import {isStrict} from './compat.js';
-import {releaseWorker} from './pool.js';
+import {linkSplit, releaseWorker, splitRequest} from './pool.js';
 import {deviceLost, exportTensor, isGPUDevice, notAGPUDevice, rawWorker} from './webgpu.js';
 
 // opSupportLimits(): the draft (since webmachinelearning/webnn#910) and Chromium name the outputs of these
@@ -190,10 +190,12 @@ class ContextCore {
     const gid = nextObjectId++;
     const ids = [...constants.keys()];
     const buffers = ids.map((i) => constants.get(i));
-    await this.untilLost(this.worker.request('build', {
+    const split = splitRequest(this.runtime, this.options);  // one graph over both cores (pool.js, split.js)
+    const info = await this.untilLost(this.worker.request('build', {
       ctx: this.id, gid, graph: built.graph, constIds: JSON.stringify(ids), buffers,
-      constantTensors: JSON.stringify(constantTensors),
+      constantTensors: JSON.stringify(constantTensors), ...(split ? {split} : {}),
     }, [...new Set(buffers.map((b) => b.buffer))]), where);
+    if (info && info.split) await this.untilLost(linkSplit(this.runtime, this.worker, rawWorker(this.worker), gid), where);
     return makeGraph(this, gid, built.inputs, built.outputs);
   }
 

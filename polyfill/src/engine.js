@@ -7,6 +7,7 @@
 import {bootPyodide} from './boot.js';
 import {BYTES_PER_ELEMENT} from './buffers.js';
 import {installWheel} from './wheels.js';
+import {createSplit} from './split.js';
 
 // Direct mode (#16 line 2: the 1-op write + dispatch + read round trip). writeTensor and readTensor call no
 // Python: each tensor owns one array in the WebAssembly heap (py_core/bridge/worker_host.py keeps it alive and
@@ -340,7 +341,9 @@ export function createEngine({post, close, switches}) {
   function compute(msg) {
     const bytesOf = (m) => new Uint8Array(m.buffer, m.byteOffset, m.length * globalThis[m.ctor].BYTES_PER_ELEMENT);
     const bufs = msg.inputs.map(bytesOf);
-    const result = unwrap(glue.compute(msg.ctx, msg.gid, JSON.stringify(msg.inputs.map((m) => m.name)), bufs));
+    const names = JSON.stringify(msg.inputs.map((m) => m.name));
+    // a split graph (split.js) is built for a part of its batch: its compute() runs every part here
+    const result = unwrap((split.has(msg.gid) ? split.glue() : glue).compute(msg.ctx, msg.gid, names, bufs));
     try {
       const names = JSON.parse(result.get(0));
       const views = result.get(1);
@@ -366,16 +369,32 @@ export function createEngine({post, close, switches}) {
       transfer: [...msg.inputs, ...msg.outputs].map((m) => m.buffer)};
   }
 
+  // one graph over both cores (split.js): a batch-separable graph runs half here, half on the peer worker
+  // (in direct mode the output tensors' records carry a split dispatch's error, as dispatch() sets them)
+  const split = createSplit({pyodide: () => pyodide, glue: () => glue, unwrap, switches,
+    outputsDone: (outputs, error) => {
+      if (!direct) return;
+      const onOutputs = error && {name: 'OperationError', message: `dispatch failed: ${error.message}`};
+      for (const tid of Object.values(JSON.parse(outputs))) {
+        const t = direct.tensors.get(tid);
+        if (t) t.error = onOutputs;
+      }
+    }});
+
   const handlers = {
     init,
     build: async (m) => {
-      const info = unwrap(glue.build(m.ctx, m.gid, m.graph, m.constIds, m.buffers, m.constantTensors));
+      const splitting = m.split && split.on;
+      const info = splitting ? split.build(m)
+        : unwrap(glue.build(m.ctx, m.gid, m.graph, m.constIds, m.buffers, m.constantTensors));
       await maybeLoadBlas(info);
-      return info;
+      return splitting ? split.built(m, info) : info;
     },
+    link: (m) => split.link(m.port),
+    splitPeer: (m) => split.attach(m),
     createTensor,
     write,
-    dispatch,
+    dispatch: (m) => (split.has(m.gid) ? split.dispatch(m) : dispatch(m)),
     read,
     compute,
     loadModel,
@@ -388,6 +407,7 @@ export function createEngine({post, close, switches}) {
     },
     destroyGraph: (m) => {
       forgetBindings();
+      split.forget(m.gid);
       return unwrap(glue.destroy_graph(m.gid));
     },
     destroyContext: (m) => {
@@ -395,10 +415,12 @@ export function createEngine({post, close, switches}) {
         for (const [tid, t] of direct.tensors) if (t.ctx === m.ctx) forget(tid);
         forgetBindings();
       }
+      split.forgetContext(m.ctx);
       return unwrap(glue.destroy_context(m.ctx));
     },
     // cRuns: dispatches made as one C call from JavaScript (direct mode with the compiled plan)
-    stats: () => ({...JSON.parse(unwrap(glue.stats())), blas, ...memory(), cRuns: direct ? direct.cRuns : 0}),
+    stats: () => ({...JSON.parse(unwrap(glue.stats())), blas, ...memory(), cRuns: direct ? direct.cRuns : 0,
+      ...split.stats()}),
   };
 
   // One request: its reply (or error) queued for the next flush.  Returns a promise only when the handler is
@@ -510,8 +532,14 @@ export function createEngine({post, close, switches}) {
 
   return (message) => {
     // an array is a batch: its replies go back together, after its last message
-    if (Array.isArray(message)) queue.push(...message);
-    else queue.push(message);
+    let batch = Array.isArray(message) ? message : [message];
+    // the split peer's loss is handled at once: a split dispatch in the queue may be waiting for that peer
+    if (batch.some((m) => m && m.type === 'peerLost')) {
+      split.peerLost();
+      batch = batch.filter((m) => !m || m.type !== 'peerLost');
+      if (!batch.length) return;
+    }
+    queue.push(...batch);
     queue.push(BATCH_END);
     if (!pumping) pump();
   };

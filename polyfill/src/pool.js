@@ -27,6 +27,7 @@ class WorkerPool {
     this.extra = [];  // workers started for contexts, after the runtime's own
     this.contexts = new Map();  // worker -> live contexts on it
     this.queue = Promise.resolve();  // one choice at a time: two createContext() calls never pick the same idle one
+    this.links = new Map();  // worker -> its split peer, both ways
   }
 
   #live(w) { return this.contexts.get(w) || 0; }
@@ -80,6 +81,45 @@ class WorkerPool {
     else this.contexts.delete(worker);
   }
 
+  /** The worker that runs the other part of `worker`'s split graphs (#16 line 4, split.js): another worker of
+   *  the pool, started if there are fewer than `workers`, linked to `worker` by a MessageChannel once; null
+   *  when there can be none. */
+  peer(worker) {
+    const chosen = this.queue.then(() => this.#peer(worker));
+    this.queue = chosen.catch(() => {});
+    return chosen;
+  }
+
+  async #peer(worker) {
+    const linked = this.links.get(worker);
+    if (linked && !linked.dead) return linked;
+    const rt = this.runtime;
+    await rt.boot();
+    let other = this.workers().find((w) => w !== worker && !this.links.has(w));
+    if (!other && this.workers().length < workerLimit(rt.config)) {
+      try {
+        other = await this.#start();
+      } catch (e) {
+        if (typeof console !== 'undefined') console.warn(`[webnn-polyfill] ${e && e.message ? e.message : e}`);
+      }
+    }
+    if (!other || worker.dead) return null;
+    const {port1, port2} = new MessageChannel();
+    worker.post('link', {port: port1}, [port1]);
+    other.post('link', {port: port2}, [port2]);
+    this.links.set(worker, other);
+    this.links.set(other, worker);
+    const pool = this;
+    rt.lostListeners.add(function lost(w) {
+      if (w !== worker && w !== other) return;
+      rt.lostListeners.delete(lost);
+      pool.links.delete(worker);
+      pool.links.delete(other);
+      (w === worker ? other : worker).post('peerLost', {});
+    });
+    return other;
+  }
+
   /** Every worker running, the runtime's own first. */
   workers() {
     const first = this.runtime.worker;
@@ -103,9 +143,45 @@ export function releaseWorker(runtime, worker) {
   poolOf(runtime).release(worker);
 }
 
+function switchedOff(runtime) {
+  const live = typeof globalThis !== 'undefined' && globalThis.WEBNN_POLYFILL_CONFIG;
+  const given = live && 'split' in live ? live.split : runtime.config.split;
+  if (given === false) return true;
+  try {
+    return new URL(runtime.config.workerURL).searchParams.get('split') === '0';
+  } catch (e) {
+    return false;
+  }
+}
+
+/**
+ * What a build asks of the worker for one graph over both cores: {parts: 2} (and `minFlops`, the config's
+ * splitMinFlops, for tests), or null: split off (config `split: false`, read at each build, or the worker URL's
+ * ?split=0), a 'low-power' context, or a single worker.
+ */
+export function splitRequest(runtime, options) {
+  if ((options && options.powerPreference === 'low-power') || workerLimit(runtime.config) < 2) return null;
+  if (switchedOff(runtime)) return null;
+  const live = (typeof globalThis !== 'undefined' && globalThis.WEBNN_POLYFILL_CONFIG) || {};
+  const minFlops = 'splitMinFlops' in live ? live.splitMinFlops : runtime.config.splitMinFlops;
+  return {parts: 2, ...(typeof minFlops === 'number' ? {minFlops} : {})};
+}
+
+/** The worker built graph `gid` for a part of its batch: find its peer (starting one, once: a Pyodide boot)
+ *  and have the part graph built there too.  Never fails the build: without a peer every part runs on `worker`. */
+export async function linkSplit(runtime, worker, raw, gid) {
+  let peer = null;
+  try {
+    peer = await poolOf(runtime).peer(raw);
+  } catch (e) {
+    peer = null;
+  }
+  return worker.request('splitPeer', {gid, peer: !!peer});
+}
+
 // counters that add up over workers; the rest (native, blas) are the first worker's
 const SUMMED = ['graphs', 'tensors', 'tensorBytes', 'wasmBytes', 'pyObjects', 'mallocArena', 'mallocInUse',
-  'mallocFree'];
+  'mallocFree', 'splitGraphs', 'splitPeerGraphs', 'splitServed', 'splitPartsOnPeer', 'splitPartsHere'];
 
 /** webnnPolyfill.workerStats(): the first worker's stats, counters summed over every worker, `workers` running. */
 export async function poolStats(runtime) {

@@ -17,7 +17,15 @@ import numpy as np
 
 from py_core.kernels import native
 from py_core.kernels.common import NumpyFn, unary, wide_type
-from py_core.kernels.traits import InPlace, KernelTraits, Options, unary_in_place
+from py_core.kernels.traits import (
+    InPlace,
+    KernelTraits,
+    Options,
+    batch_elementwise,
+    batch_per_sample,
+    unary_in_place,
+    with_batch,
+)
 
 F32 = np.dtype(np.float32)
 # Below this many elements the NumPy kernels win: a C kernel call costs 10-25 us of Python in Pyodide (its
@@ -230,3 +238,6 @@ TRAITS: dict[str, KernelTraits] = {
     **{op: KernelTraits(fresh=True)
        for op in ("elu", "softplus", "softsign", "hardSigmoid", "gelu", "prelu", "softmax", "linear")},
 }
+# one graph over both cores (compiler/split.py)
+TRAITS = with_batch(TRAITS, {**{op: batch_elementwise for op in TRAITS if op != "softmax"},
+                             "softmax": batch_per_sample("axis")})

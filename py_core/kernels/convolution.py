@@ -12,7 +12,7 @@ import numpy as np
 from py_core.errors import OperationError
 from py_core.kernels.common import wide_type
 from py_core.kernels.matrix import matmul2d
-from py_core.kernels.traits import KernelTraits, Options, Packed, PackSite, Shape
+from py_core.kernels.traits import KernelTraits, Options, Packed, PackSite, Shape, batch_per_sample, with_batch
 from py_core.kernels.window import out_size, spans, tiles
 
 # Filter transposes to one internal layout per operator.
@@ -217,3 +217,5 @@ TRAITS: dict[str, KernelTraits] = {
     "convTranspose2d": KernelTraits(fresh=True, flops=_conv_transpose2d_flops, layouts=LAYOUTS,
                                     layout_option="inputLayout"),
 }
+# one graph over both cores (compiler/split.py): the batch is axis 0 in every layout
+TRAITS = with_batch(TRAITS, {op: batch_per_sample() for op in TRAITS})

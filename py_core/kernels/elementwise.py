@@ -19,7 +19,7 @@ import numpy as np
 from py_core.kernels import native
 from py_core.kernels.common import binary, unary
 from py_core.kernels.mathfn import erf64
-from py_core.kernels.traits import KernelTraits, always
+from py_core.kernels.traits import KernelTraits, always, batch_elementwise, with_batch
 
 F32 = np.dtype(np.float32)
 
@@ -201,3 +201,5 @@ TRAITS: dict[str, KernelTraits] = {
     "identity": KernelTraits(noop=always),
     **{op: KernelTraits(fresh=True) for op in ("pow", "exp", "log", "sqrt", "abs", "neg")},
 }
+# one graph over both cores (compiler/split.py): every element-wise operator, broadcasting or not
+TRAITS = with_batch(TRAITS, {op: batch_elementwise for op in KERNELS})

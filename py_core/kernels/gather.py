@@ -12,6 +12,7 @@ from collections.abc import Callable
 import numpy as np
 
 from py_core.kernels.shape import contiguous
+from py_core.kernels.traits import KernelTraits, batch_per_sample, with_batch
 
 
 def _normalize(indices: np.ndarray, size: int | np.ndarray) -> np.ndarray:
@@ -69,3 +70,6 @@ KERNELS: dict[str, Callable[..., object]] = {
     "scatterElements": scatter_elements,
     "scatterND": scatter_nd,
 }
+
+# one graph over both cores (compiler/split.py): gather along another axis than 0, with indices of its own
+TRAITS: dict[str, KernelTraits] = with_batch({}, {"gather": batch_per_sample("axis")})

@@ -10,7 +10,7 @@ import numpy as np
 
 from py_core.kernels import native
 from py_core.kernels.common import wide_type
-from py_core.kernels.traits import KernelTraits, Options, Packed, PackSite, Shape
+from py_core.kernels.traits import KernelTraits, Options, Packed, PackSite, Shape, batch_gemm, batch_matmul, with_batch
 
 # Pyodide's NumPy has no BLAS: there np.einsum('ij,jk->ik') measured ~10x faster than np.matmul on large
 # float32 products; on CPython NumPy's matmul calls BLAS and wins.  Swap here only.
@@ -147,3 +147,5 @@ TRAITS: dict[str, KernelTraits] = {
     "gemm": KernelTraits(fresh=True, epilogue_host=True, pack=_pack_gemm, flops=_product_flops),
     "matmul": KernelTraits(fresh=True, epilogue_host=True, pack=_pack_matmul, flops=_product_flops),
 }
+# one graph over both cores (compiler/split.py)
+TRAITS = with_batch(TRAITS, {"gemm": batch_gemm, "matmul": batch_matmul})

@@ -14,7 +14,7 @@ import numpy as np
 
 from py_core.kernels import native
 from py_core.kernels.common import wide_type
-from py_core.kernels.traits import KernelTraits
+from py_core.kernels.traits import KernelTraits, batch_per_sample, with_batch
 
 F32 = np.dtype(np.float32)
 
@@ -93,3 +93,8 @@ KERNELS: dict[str, Callable[..., object]] = {
 TRAITS: dict[str, KernelTraits] = {
     op: KernelTraits(fresh=True) for op in ("batchNormalization", "layerNormalization", "instanceNormalization")
 }
+# one graph over both cores (compiler/split.py): statistics per item (instance), or per channel (batch: not
+# over axis 0), or over the named axes (layer)
+TRAITS = with_batch(TRAITS, {"batchNormalization": batch_per_sample("axis"),
+                             "instanceNormalization": batch_per_sample(),
+                             "layerNormalization": batch_per_sample("axes")})

@@ -13,7 +13,7 @@ from py_core.kernels import native
 from py_core.kernels.common import wide_type
 from py_core.kernels.convolution import from_nhwc, to_nhwc
 from py_core.kernels.matrix import matmul2d
-from py_core.kernels.traits import KernelTraits
+from py_core.kernels.traits import KernelTraits, batch_per_sample, with_batch
 from py_core.kernels.window import Span, spans
 
 
@@ -203,3 +203,5 @@ TRAITS: dict[str, KernelTraits] = {
     op: KernelTraits(fresh=True, layouts=("nhwc", "nchw"), layout_option="layout")
     for op in ("averagePool2d", "maxPool2d", "l2Pool2d")
 }
+# one graph over both cores (compiler/split.py)
+TRAITS = with_batch(TRAITS, {**{op: batch_per_sample() for op in TRAITS}, "resample2d": batch_per_sample("axes")})

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import numpy as np
 
 from py_core.kernels.common import wide_type
+from py_core.kernels.traits import KernelTraits, batch_per_sample, with_batch
 from py_core.types import DataType
 
 # Integer reductions pass dtype=input dtype to NumPy: otherwise np.sum/np.prod/np.cumsum promote small ints to
@@ -130,3 +131,7 @@ KERNELS: dict[str, Callable[..., object]] = {
     "argMax": _arg(np.argmax),
     "cumulativeSum": cumulative_sum,
 }
+
+# one graph over both cores (compiler/split.py): reductions over axes other than the batch's
+TRAITS: dict[str, KernelTraits] = with_batch({}, {
+    op: batch_per_sample("axes" if op.startswith("reduce") else "axis") for op in KERNELS})

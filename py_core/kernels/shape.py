@@ -10,7 +10,20 @@ from collections.abc import Callable
 
 import numpy as np
 
-from py_core.kernels.traits import KernelTraits, Options, always
+from py_core.kernels.traits import (
+    KernelTraits,
+    Options,
+    always,
+    batch_concat,
+    batch_elementwise,
+    batch_pad,
+    batch_per_sample,
+    batch_reshape,
+    batch_slice,
+    batch_tile,
+    batch_transpose,
+    with_batch,
+)
 from py_core.types import DataType
 
 
@@ -150,3 +163,8 @@ TRAITS: dict[str, KernelTraits] = {
     "tile": KernelTraits(noop=lambda o: all(r == 1 for r in o["repetitions"])),
     "concat": KernelTraits(fresh=True),
 }
+# one graph over both cores (compiler/split.py); expand, reverse, triangular and the rest never split
+TRAITS = with_batch(TRAITS, {"reshape": batch_reshape, "transpose": batch_transpose, "slice": batch_slice,
+                             "pad": batch_pad, "tile": batch_tile, "concat": batch_concat,
+                             "split": batch_per_sample("axis"), "cast": batch_elementwise,
+                             "where": batch_elementwise})

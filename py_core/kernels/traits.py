@@ -13,7 +13,7 @@ Shapes passed to the trait functions are tuples of ints; options are the node's 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -65,6 +65,26 @@ class Packed:
 
 
 @dataclass(frozen=True)
+class BatchSite:
+    """What a batch rule sees of a node of a graph that may be split over its batch (compiler/split.py): each
+    operand's shapes (a list operand such as concat's `inputs` has several) and whether each carries the graph's
+    batch on axis 0 (computed from a graph input; False: a constant or computed from constants only), the
+    output shapes, options, the whole batch and one part's batch."""
+
+    shapes: Mapping[str, Sequence[Shape]]
+    batched: Mapping[str, Sequence[bool]]
+    out_shapes: Sequence[Shape]
+    options: Options
+    batch: int
+    part: int
+
+
+# the node's options for a graph over one part of the batch when batch item i of every output depends only on
+# batch item i of the batched operands, all outputs carrying the batch on axis 0; None when it may not split
+BatchRule = Callable[[BatchSite], "Options | None"]
+
+
+@dataclass(frozen=True)
 class KernelTraits:
     """An operator kernel's traits.  Every field defaults to "no": an empty KernelTraits lets a pass do nothing
     but fold it (folding needs only the reference kernel)."""
@@ -99,6 +119,8 @@ class KernelTraits:
     layout_option: str = ""
     # single-input node that only reorders its input's axes: output axis i is input axis permutation[i]
     permutation: Callable[[Options], Sequence[int]] | None = None
+    # batch separability (one graph over both cores, compiler/split.py): see BatchRule; None: never splits
+    batch: BatchRule | None = None
 
     def epilogue_of(self, op: str, options: Options, constant: np.ndarray | None = None) -> Epilogue:
         """This operator as an epilogue: unary from its options, binary with its constant operand (the
@@ -127,3 +149,127 @@ def unary_in_place(fn: InPlace) -> Callable[[Options], InPlace]:
 def always(options: Options) -> bool:
     """`noop` of an operator that is the identity whenever its output has its input's shape and type."""
     return True
+
+
+# ------------------------------------------------------------------ batch rules (compiler/split.py)
+# Conservative: a rule says yes only where each output's batch item i is a function of the batched operands'
+# item i alone; anything it does not recognise keeps the whole graph on one worker.
+
+
+def _outputs_batched(site: BatchSite) -> bool:
+    return all(len(s) >= 1 and s[0] == site.batch for s in site.out_shapes)
+
+
+def _broadcasts_over_batch(shape: Shape, out_rank: int) -> bool:
+    """An operand without the batch that a broadcast repeats along the output's axis 0 (right-aligned)."""
+    return len(shape) < out_rank or shape[0] == 1
+
+
+def batch_elementwise(site: BatchSite) -> Options | None:
+    """Element-wise with broadcasting (unary, binary, where, prelu, cast): every batched operand has the
+    output's rank, every other one broadcasts over axis 0."""
+    if not _outputs_batched(site):
+        return None
+    rank = len(site.out_shapes[0])
+    for name, shapes in site.shapes.items():
+        for shape, batched in zip(shapes, site.batched[name], strict=True):
+            if batched and len(shape) != rank:
+                return None
+            if not batched and not _broadcasts_over_batch(shape, rank):
+                return None
+    return site.options
+
+
+def _axes(value: Any) -> list[int]:
+    if value is None:
+        return []
+    return [int(v) for v in value] if isinstance(value, (list, tuple)) else [int(value)]
+
+
+def batch_per_sample(*axis_options: str, main: str = "input") -> BatchRule:
+    """Operand `main` batched, every other operand (weights, indices, statistics) without the batch, and none
+    of `axis_options` (the axes the operator works across) naming axis 0: convolutions, pooling, normalization,
+    softmax, reductions over other axes."""
+
+    def rule(site: BatchSite) -> Options | None:
+        if not _outputs_batched(site):
+            return None
+        for name, flags in site.batched.items():
+            if any(flags) != (name == main) or (name == main and not all(flags)):
+                return None
+        for option in axis_options:
+            if option not in site.options or 0 in _axes(site.options[option]):
+                return None
+        return site.options
+
+    return rule
+
+
+def batch_concat(site: BatchSite) -> Options | None:
+    """concat along another axis than 0, every input batched."""
+    if not _outputs_batched(site) or int(site.options["axis"]) == 0:
+        return None
+    return site.options if all(all(f) for f in site.batched.values()) else None
+
+
+def batch_reshape(site: BatchSite) -> Options | None:
+    """reshape keeping axis 0 (so each item keeps its own elements, in order): newShape[0] is the part."""
+    shape = list(site.options["newShape"])
+    if not _outputs_batched(site) or not shape or shape[0] != site.batch:
+        return None
+    return {**site.options, "newShape": [site.part, *shape[1:]]}
+
+
+def batch_transpose(site: BatchSite) -> Options | None:
+    perm = list(site.options["permutation"])
+    return site.options if _outputs_batched(site) and perm and perm[0] == 0 else None
+
+
+def batch_slice(site: BatchSite) -> Options | None:
+    """slice taking all of axis 0, step 1: sizes[0] is the part."""
+    o = site.options
+    if not _outputs_batched(site) or o["starts"][0] != 0 or o["sizes"][0] != site.batch or o["strides"][0] != 1:
+        return None
+    return {**o, "sizes": [site.part, *list(o["sizes"])[1:]]}
+
+
+def batch_pad(site: BatchSite) -> Options | None:
+    o = site.options
+    ok = _outputs_batched(site) and o["beginningPadding"][0] == 0 and o["endingPadding"][0] == 0
+    return batch_per_sample()(site) if ok else None
+
+
+def batch_tile(site: BatchSite) -> Options | None:
+    return batch_per_sample()(site) if site.options["repetitions"][0] == 1 else None
+
+
+def batch_gemm(site: BatchSite) -> Options | None:
+    """gemm: A's rows are the batch (aTranspose false), B and C without it, C broadcasting over the rows."""
+    o = site.options
+    if not _outputs_batched(site) or o.get("aTranspose") or not all(site.batched["a"]):
+        return None
+    if any(site.batched.get("b", [False])) or any(site.batched.get("c", [False])):
+        return None
+    c = site.shapes.get("c")
+    return o if not c or _broadcasts_over_batch(c[0], 2) else None
+
+
+def batch_matmul(site: BatchSite) -> Options | None:
+    """matmul: A batched (its rows when 2-D, its first batch axis otherwise) with B without the batch
+    broadcasting over it, or both batched with the same rank of 3 or more."""
+    if not _outputs_batched(site) or not all(site.batched["a"]):
+        return None
+    a, b = site.shapes["a"][0], site.shapes["b"][0]
+    if all(site.batched["b"]):
+        return site.options if len(a) == len(b) >= 3 else None
+    if len(a) == 2:
+        return site.options
+    return site.options if len(b) < len(a) or b[0] == 1 else None
+
+
+def with_batch(table: Mapping[str, KernelTraits], rules: Mapping[str, BatchRule]) -> dict[str, KernelTraits]:
+    """`table` with each operator in `rules` given its batch rule (an operator without traits gets a row)."""
+    out = dict(table)
+    for op, rule in rules.items():
+        out[op] = replace(out.get(op, NO_TRAITS), batch=rule)
+    return out

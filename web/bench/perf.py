@@ -96,6 +96,8 @@ TFLITE = ("selfie_segmentation", "face_detection_short_range", "face_landmark", 
           "pose_detection")
 CASES: dict[str, PerfCase] = _cases(
     PerfCase("mobilenetv2", "model"),
+    # one graph over both cores: split (polyfill) and unsplit (polyfill-unsplit) in the same page, interleaved
+    PerfCase("mobilenetv2_b4", "model", 0.5, baseline=False, options={"split": True}),
     *(PerfCase(k, "kernel", 2.0) for k in ("matmul512", "conv3x3_64", "depthwise3x3_144", "relu", "sigmoid", "add")),
     PerfCase("chain1", "chain", 2.0, startup=True),
     PerfCase("chain500", "chain", 2.0),
@@ -213,6 +215,8 @@ def case_result(target: Target, version: str, case: PerfCase, raw: Mapping[str, 
             r.timings.update(build_ms=raw.get("buildMs"), builder_ms=raw.get("builderMs"))
             mine = s.get("median")
             r.metrics = {"ratio": {page_name(*impl_of(k)): mine / v for k, v in peers.items() if mine}}
+            if raw.get("split"):
+                r.metrics["split"] = raw["split"]
             agree = raw.get("agreement")
             if agree:
                 r.metrics["agreement"] = agree

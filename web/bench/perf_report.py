@@ -125,6 +125,10 @@ def summary_lines(meta: Mapping[str, Any], probes: Sequence[Mapping[str, Any]], 
                     agree = r.metrics.get("agreement") or {}
                     cols.append("  " + " ".join(f"{v['relative']:.1e}" for v in agree.values()))
                     cols += [f" x {p} {v:.2f}" for p, v in ratio.items() if p not in PEERS]  # a case's own peers
+                    split = r.metrics.get("split")
+                    if split:  # one graph over both cores: unsplit / split, medians (mins)
+                        cols.append(f" split speed-up {split['speedup']:.2f} ({split['speedupMin']:.2f}) on "
+                                    f"{split.get('workers')} workers")
                 lines.append(" ".join(cols))
         for m in _measures(measures, "smallOps"):
             if m["target"] == target:

@@ -39,8 +39,10 @@ async function context() {
   return state.ctx;
 }
 
-async function buildPolyfill(name) {
-  if (state.graphs[name]) return state.graphs[name];
+// `split`: build with one graph over both cores on (true) or off (false; polyfill/src/pool.js reads the config at
+// each build), else the page's default; `key` names the built graph (one case may build two)
+async function buildPolyfill(name, {split = null, key = name} = {}) {
+  if (state.graphs[key]) return state.graphs[key];
   const entry = (await index())[name];
   const {graph, weights} = await load(MODELS + entry.graph);
   const ctx = await context();
@@ -48,7 +50,16 @@ async function buildPolyfill(name) {
   const b = new MLGraphBuilder(ctx);
   const {outputs} = replay(graph, weights, b);
   const t1 = performance.now();
-  const g = await b.build(outputs);
+  const cfg = globalThis.WEBNN_POLYFILL_CONFIG || (globalThis.WEBNN_POLYFILL_CONFIG = {});
+  const had = 'split' in cfg;
+  const was = cfg.split;
+  if (split !== null) cfg.split = split;
+  let g;
+  try {
+    g = await b.build(outputs);
+  } finally {
+    if (split !== null) { if (had) cfg.split = was; else delete cfg.split; }
+  }
   const t2 = performance.now();
   const tensors = {inputs: {}, outputs: {}};
   for (const [n, d] of Object.entries(graph.inputs)) {
@@ -57,8 +68,8 @@ async function buildPolyfill(name) {
   for (const [n, o] of Object.entries(outputs)) {
     tensors.outputs[n] = await ctx.createTensor({dataType: o.dataType, shape: o.shape, readable: true});
   }
-  state.graphs[name] = {graph: g, entry, tensors, builderMs: t1 - t0, buildMs: t2 - t1};
-  return state.graphs[name];
+  state.graphs[key] = {graph: g, entry, tensors, builderMs: t1 - t0, buildMs: t2 - t1};
+  return state.graphs[key];
 }
 
 async function ortSession(name, threads) {
@@ -117,10 +128,21 @@ function b64(f32) {
 }
 
 /** Time one case: the polyfill and (when there is an ONNX file) ORT-web with 1 and 2 threads, interleaved. */
-async function run(name, {reps = 10, warmup = 2, seconds = 60, threads = [1, 2], returnOutputs = false} = {}) {
+// `split` (#16 line 4): the polyfill's graph with one graph over both cores on, and the same graph with it off
+// as 'polyfill-unsplit', timed interleaved; result.split has the speed-up and the two outputs' agreement.
+async function run(name, {reps = 10, warmup = 2, seconds = 60, threads = [1, 2], returnOutputs = false,
+  split = false} = {}) {
   const entry = (await index())[name];
-  const p = await buildPolyfill(name);
+  const p = await buildPolyfill(name, split ? {split: true} : {});
   const impls = {polyfill: (f) => runPolyfill(p, f)};
+  let splitInfo = null;
+  if (split) {
+    const stats = await webnnPolyfill.workerStats();
+    const whole = await buildPolyfill(name, {split: false, key: `${name}/unsplit`});
+    impls['polyfill-unsplit'] = (f) => runPolyfill(whole, f);
+    splitInfo = {splitBuildMs: p.buildMs, unsplitBuildMs: whole.buildMs, workers: stats.workers,
+      splitGraphs: stats.splitGraphs, peerGraphs: stats.splitPeerGraphs, wasmBytes: stats.wasmBytes};
+  }
   // a case with an ONNX file is a ratio to onnxruntime-web: without it the case fails rather than print no ratio
   if (entry.onnx && !ort) throw new Error('onnxruntime-web did not load (/vendor/ort/ort.wasm.min.js; npm ci)');
   if (entry.onnx) {
@@ -148,6 +170,14 @@ async function run(name, {reps = 10, warmup = 2, seconds = 60, threads = [1, 2],
   }
   const result = {name, buildMs: p.buildMs, builderMs: p.builderMs, impls: {}};
   for (const [impl, t] of Object.entries(times)) result.impls[impl] = {...stats(t), times: t};
+  if (splitInfo) {
+    const whole = result.impls['polyfill-unsplit'];
+    splitInfo.speedup = whole.median / result.impls.polyfill.median;
+    splitInfo.speedupMin = whole.min / result.impls.polyfill.min;
+    splitInfo.agreement = Object.fromEntries(entry.outputs.map((n) =>
+      [n, compare(outputs.polyfill[n], outputs['polyfill-unsplit'][n])]));
+    result.split = splitInfo;
+  }
   const ref = outputs['ort-wasm-1t'];
   if (ref) {
     result.agreement = Object.fromEntries(entry.outputs.map((n, i) =>
@@ -178,11 +208,12 @@ async function startup(name) {
 }
 
 async function destroy(name) {
-  const p = state.graphs[name];
-  if (p) {
+  for (const key of [name, `${name}/unsplit`]) {
+    const p = state.graphs[key];
+    if (!p) continue;
     p.graph.destroy();
     for (const t of [...Object.values(p.tensors.inputs), ...Object.values(p.tensors.outputs)]) t.destroy();
-    delete state.graphs[name];
+    delete state.graphs[key];
   }
   for (const key of Object.keys(state.sessions)) {
     if (key.startsWith(`${name}/`)) { await state.sessions[key].release(); delete state.sessions[key]; }
