@@ -13,7 +13,7 @@ from py_core.compiler import CompiledPlan, CompileOptions, MemoryPlan, Program, 
 from py_core.compiler.plan import DirectRun, PlanError
 from py_core.errors import LOG, OperationError, WebNNTypeError, internal_error
 from py_core.graph import Graph
-from py_core.kernels import KERNELS
+from py_core.kernels import KERNELS, native
 from py_core.types import OperandDescriptor
 
 
@@ -137,7 +137,10 @@ class Executable:
         vals = self._template.copy()
         for name, s in self._inputs:
             vals[s] = inputs[name]
-        if self._one_segment is not None:  # the whole graph in one C call: no NumPy arithmetic to guard
+        # C kernels switched off since the build (native.use_native(False): comparisons, tests): the steps as built
+        # run instead of the plan's segments, so "without C" never runs C
+        c_on = self.plan is None or native.available()
+        if self._one_segment is not None and c_on:  # the whole graph in one C call: no NumPy arithmetic to guard
             try:
                 self.plan.run_segment(self._one_segment, vals)  # type: ignore[union-attr]
             except Exception as e:
@@ -145,7 +148,7 @@ class Executable:
             return {name: (vals[s].copy() if s in self._copy_out else vals[s]) for name, s in self._outputs}
         # integer division by zero, overflow and NaN-producing math are defined by the data, not errors
         with np.errstate(all="ignore"):
-            for step in self._items:
+            for step in self._items if c_on else self.steps:
                 if type(step) is Segment:  # a run of C steps in one call
                     try:
                         self.plan.run_segment(step, vals)  # type: ignore[union-attr]

@@ -504,7 +504,9 @@ def test_recurrent(case: dict[str, Any]) -> None:
 @pytest.mark.parametrize("groups,fn", [(2, "depthwise"), (1, "conv_nchw")])
 def test_the_c_path_is_really_taken(monkeypatch: pytest.MonkeyPatch, groups: int, fn: str) -> None:
     """A conv2d with a constant filter and huge geometry reaches the C kernel (else the fuzzer would compare
-    NumPy with NumPy): the real kernel, wrapped to count its calls."""
+    NumPy with NumPy): the real kernel, wrapped to count its calls, with the compiled plan off (it calls the C
+    kernels itself: test_the_plan_takes_huge_geometry)."""
+    monkeypatch.setenv("PYODIDE_WEBNN_PLAN", "0")
     calls = []
     real = getattr(native, fn)
 
@@ -522,3 +524,32 @@ def test_the_c_path_is_really_taken(monkeypatch: pytest.MonkeyPatch, groups: int
     assert calls == [fn]
     want = ref.conv2d(x, filt, None, [0, 0, big, 1], [1, 2], [1, big], groups, (1, 17))
     close(y, want, 0.0, "issue #13 conv2d, C path")
+
+
+@pytest.mark.skipif(not native.available(), reason="C kernels not built (make build)")
+@pytest.mark.parametrize("groups", [2, 1])
+def test_the_plan_takes_huge_geometry(groups: int) -> None:
+    """The same huge geometry through the compiled plan (its words checked with conv_fits): the conv is a C step
+    of the plan, and gives the definition's values; with the C kernels switched off the NumPy steps run."""
+    big = 2**31 - 1
+    filt = np.ones((2, 2 // groups, 1, 2), np.float32)
+    x = np.arange(66, dtype=np.float32).reshape(1, 2, 1, 33)
+    b = GraphBuilder()
+    y = b.call("conv2d", {"input": b.input("x", ("float32", [1, 2, 1, 33])),
+                          "filter": b.constant(("float32", list(filt.shape)), filt), "groups": groups,
+                          "padding": [0, 0, big, 1], "strides": [1, 2], "dilations": [1, big]})
+    exe = prepare(b.build({"y": y}))
+    assert exe.plan is not None and exe.plan.steps_in_c == 1
+    want = ref.conv2d(x, filt, None, [0, 0, big, 1], [1, 2], [1, big], groups, (1, 17))
+    close(exe.run({"x": x})["y"], want, 0.0, "issue #13 conv2d, plan")
+    segments_run = []
+    real = exe.plan.run_segment
+    exe.plan.run_segment = lambda seg, vals: (segments_run.append(seg), real(seg, vals))  # type: ignore[method-assign]
+    native.use_native(False)
+    try:
+        close(exe.run({"x": x})["y"], want, 0.0, "issue #13 conv2d, C switched off")
+    finally:
+        native.use_native(True)
+    assert segments_run == [], "with the C kernels switched off, no plan segment runs"
+    exe.run({"x": x})
+    assert len(segments_run) == 1
