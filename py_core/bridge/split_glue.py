@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from py_core.bridge.jsonnum import loads
-from py_core.bridge.worker_host import HOST, WorkerHost, _address, safe_call
+from py_core.bridge.worker_host import HOST, WorkerHost, _address, mark_failed, safe_call
 from py_core.builder import graph_from_json
 from py_core.compiler.split import SplitPlan, plan_split
 from py_core.compiler.stats import product_flops
@@ -151,8 +151,7 @@ def run_part(host: WorkerHost, ctx: int, gid: int, inputs: dict[str, int], outpu
         results = exe.run({name: _rows(host._tensor(tid, ctx).array, entry.plan, index)
                            for name, tid in inputs.items()})
     except WebNNError as e:
-        for tid in outputs.values():
-            host._tensor(tid, ctx).error = OperationError(f"dispatch failed: {e}")
+        mark_failed((host._tensor(tid, ctx) for tid in outputs.values()), e)
         raise
     for name, tid in outputs.items():
         slot = host._tensor(tid, ctx)
@@ -187,10 +186,8 @@ def compute_parts(host: WorkerHost, ctx: int, gid: int, inputs: dict[str, np.nda
 
 
 def fail_outputs(host: WorkerHost, ctx: int, outputs: dict[str, int], message: str) -> None:
-    for tid in outputs.values():
-        slot = host.tensors.get(tid)
-        if slot is not None and slot.context == ctx:
-            slot.error = OperationError(f"dispatch failed: {message}")
+    slots = (host.tensors.get(tid) for tid in outputs.values())
+    mark_failed((slot for slot in slots if slot is not None and slot.context == ctx), message)
 
 
 def forget(gid: int) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +44,12 @@ class TensorSlot:
     error: WebNNError | None = None
     # direct mode: the tensor's entry in the address table (WorkerHost.table), else -1
     index: int = -1
+
+
+def mark_failed(slots: Iterable[TensorSlot], cause: object) -> None:
+    """A failed dispatch's outputs: each keeps this error (its readTensor rejects) until a dispatch succeeds."""
+    for slot in slots:
+        slot.error = OperationError(f"dispatch failed: {cause}")
 
 
 def _address(array: np.ndarray) -> int:
@@ -235,8 +241,7 @@ class WorkerHost:
             self._check_bindings(exe, (graph_id, *inputs.items(), None, *outputs.items()), inputs, outputs, context)
             results = exe.run(arrays)
         except WebNNError as e:
-            for tid in outputs.values():
-                self._tensor(tid, context).error = OperationError(f"dispatch failed: {e}")
+            mark_failed((self._tensor(tid, context) for tid in outputs.values()), e)
             raise
         for name, tid in outputs.items():
             slot = self._tensor(tid, context)
@@ -307,8 +312,7 @@ class WorkerHost:
         try:
             results = b.exe.run(arrays)
         except WebNNError as e:
-            for _, slot in b.outputs:
-                slot.error = OperationError(f"dispatch failed: {e}")
+            mark_failed((slot for _, slot in b.outputs), e)
             raise
         for name, slot in b.outputs:
             r = results[name]
