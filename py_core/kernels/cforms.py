@@ -12,7 +12,7 @@ in products (tests/core/test_compiler_plan.py).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -223,18 +223,25 @@ def _split(options: Mapping[str, Any], shapes: Mapping[str, Shape | None], outs:
     axis = axis + len(x) if axis < 0 else axis
     if not 0 <= axis < len(x) or sum(o[axis] for o in outs) != x[axis]:
         return None
-    strides = [math.prod(x[i + 1:]) for i in range(len(x))]
-    pad = 6 - len(x)
+    instrs = _slab_copies(GATHER, x, outs, axis, lambda i: (Buf("in", "input"), Buf("out", i)))
+    return None if instrs is None else CForm(instrs)
+
+
+def _slab_copies(op: int, whole: Shape, slabs: Sequence[Shape], axis: int,
+                 ends: Callable[[int], tuple[Buf, Buf]]) -> list[tuple[int, tuple[Arg, ...]]] | None:
+    """One strided copy (GATHER: whole -> slab, SCATTER: slab -> whole) per non-empty slab of `whole` along
+    `axis`, slab i's buffers being ends(i) = (source, destination); None unless the slabs tile `whole`."""
+    strides = [math.prod(whole[i + 1:]) for i in range(len(whole))]
+    pad = 6 - len(whole)
     instrs: list[tuple[int, tuple[Arg, ...]]] = []
     start = 0
-    for i, o in enumerate(outs):
-        if len(o) != len(x) or any(o[d] != x[d] for d in range(len(x)) if d != axis):
+    for i, slab in enumerate(slabs):
+        if len(slab) != len(whole) or any(slab[d] != whole[d] for d in range(len(whole)) if d != axis):
             return None
-        if math.prod(o):
-            instrs.append((GATHER, (Buf("in", "input"), Buf("out", i), start * strides[axis], *([1] * pad), *o,
-                                    *([0] * pad), *strides)))
-        start += o[axis]
-    return CForm(instrs)
+        if math.prod(slab):
+            instrs.append((op, (*ends(i), start * strides[axis], *([1] * pad), *slab, *([0] * pad), *strides)))
+        start += slab[axis]
+    return instrs if start == whole[axis] else None
 
 
 def _concat(options: Mapping[str, Any], shapes: Mapping[str, Any], out: Shape) -> CForm | None:
@@ -242,18 +249,8 @@ def _concat(options: Mapping[str, Any], shapes: Mapping[str, Any], out: Shape) -
     parts, axis = shapes["inputs"], options["axis"]
     if len(out) > 6 or not 0 <= axis < len(out) or math.prod(out) == 0:
         return None
-    strides = [math.prod(out[i + 1:]) for i in range(len(out))]
-    pad = 6 - len(out)
-    instrs: list[tuple[int, tuple[Arg, ...]]] = []
-    start = 0
-    for i, x in enumerate(parts):
-        if len(x) != len(out) or any(x[d] != out[d] for d in range(len(out)) if d != axis):
-            return None
-        if math.prod(x):
-            instrs.append((SCATTER, (Buf("in", ("inputs", i)), OUT, start * strides[axis], *([1] * pad), *x,
-                                     *([0] * pad), *strides)))
-        start += x[axis]
-    return CForm(instrs) if start == out[axis] else None
+    instrs = _slab_copies(SCATTER, out, parts, axis, lambda i: (Buf("in", ("inputs", i)), OUT))
+    return None if instrs is None else CForm(instrs)
 
 
 def _pad(options: Mapping[str, Any], shapes: Mapping[str, Any], out: Shape) -> CForm | None:
