@@ -13,7 +13,6 @@ PYODIDE_WEBNN_COMPILER=0 (or pass CompileOptions.none()) to run the reference ke
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -24,7 +23,7 @@ from py_core.compiler.ir import Node, Program
 from py_core.compiler.layout import switch_layouts
 from py_core.compiler.memory import MemoryPlan, plan_memory
 from py_core.compiler.pack import bind_epilogues, pack_weights
-from py_core.compiler.plan import CompiledPlan, Segment, build_plan, plan_wanted
+from py_core.compiler.plan import CompiledPlan, Segment, build_plan, env_off, plan_wanted
 from py_core.compiler.simplify import remove_noops
 from py_core.graph import Graph
 
@@ -52,7 +51,7 @@ class CompileOptions:
     @classmethod
     def default(cls) -> CompileOptions:
         """All passes, unless PYODIDE_WEBNN_COMPILER is 0/off/false (then none)."""
-        off = os.environ.get(ENV_SWITCH, "").strip().lower() in ("0", "off", "false", "no")
+        off = env_off(ENV_SWITCH)
         return cls.none() if off else cls(plan=plan_wanted())
 
     @property

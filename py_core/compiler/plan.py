@@ -40,16 +40,22 @@ from py_core.compiler.ir import Node, Program
 from py_core.compiler.kernels import PackedConv2d, PackedMatmul
 from py_core.kernels import cforms as cf
 from py_core.kernels import native, traits
+from py_core.kernels.activation import NATIVE_MIN
 from py_core.kernels.cforms import F32, OUT, Arg, Buf, CForm, form_of
 
 ENV_SWITCH = "PYODIDE_WEBNN_PLAN"
-SMALL = 2048  # elements: a segment of one step below this stays Python (py_core.kernels.activation.NATIVE_MIN)
+SMALL = NATIVE_MIN  # elements: a segment of one step below this stays Python, as the activations keep NumPy
 F32_DTYPE = np.dtype(np.float32)
+
+
+def env_off(name: str) -> bool:
+    """Whether the environment switch `name` is 0/off/false/no (unset or anything else: on)."""
+    return os.environ.get(name, "").strip().lower() in ("0", "off", "false", "no")
 
 
 def plan_wanted() -> bool:
     """Whether compiled plans are on: yes unless PYODIDE_WEBNN_PLAN is 0/off/false/no."""
-    return os.environ.get(ENV_SWITCH, "").strip().lower() not in ("0", "off", "false", "no")
+    return not env_off(ENV_SWITCH)
 
 
 class PlanError(ValueError):
