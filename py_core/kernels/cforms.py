@@ -76,39 +76,26 @@ def period(shape: Shape, out: Shape) -> int | None:
     return None
 
 
-def _binary(fn: np.ufunc) -> Form:
+def _binary(kind: int, a_name: str = "a", b_name: str = "b") -> Form:
+    """webnn_plan.c's binary op `kind` over operands a_name and b_name, each broadcast as a trailing suffix."""
     def form(options: Mapping[str, Any], shapes: Mapping[str, Shape | None], out: Shape) -> CForm | None:
-        a, b = shapes["a"], shapes["b"]
+        a, b = shapes[a_name], shapes[b_name]
         count = math.prod(out)
         if a is None or b is None or count == 0:
             return None
         pa, pb = period(a, out), period(b, out)
         if pa is None or pb is None or count not in (pa, pb):
             return None
-        return CForm([(BINARY, (BINARY_KINDS[fn], OUT, Buf("in", "a"), Buf("in", "b"), count, pa, pb))],
-                     in_place=True)
+        return CForm([(BINARY, (kind, OUT, Buf("in", a_name), Buf("in", b_name), count, pa, pb))], in_place=True)
 
     return form
 
 
 for _op, _fn in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("div", np.divide)):
-    FORMS[_op] = _binary(_fn)
+    FORMS[_op] = _binary(BINARY_KINDS[_fn])
 PRELU = 4  # webnn_plan.c's BIN_PRELU
-
-
-def _prelu(options: Mapping[str, Any], shapes: Mapping[str, Shape | None], out: Shape) -> CForm | None:
-    """input < 0 ? input * slope : input, as the reference's np.where (the slope broadcast like a binary's)."""
-    x, s = shapes["input"], shapes["slope"]
-    count = math.prod(out)
-    if x is None or s is None or count == 0:
-        return None
-    px, ps = period(x, out), period(s, out)
-    if px is None or ps is None or count not in (px, ps):
-        return None
-    return CForm([(BINARY, (PRELU, OUT, Buf("in", "input"), Buf("in", "slope"), count, px, ps))], in_place=True)
-
-
-FORMS["prelu"] = _prelu
+# input < 0 ? input * slope : input, as the reference's np.where (the slope broadcast like a binary's)
+FORMS["prelu"] = _binary(PRELU, "input", "slope")
 
 
 def _activation(op: str) -> Form:
