@@ -42,7 +42,6 @@ class Executable:
         # the graph without its constant data: the weights live in the steps (packed) and in `constants`
         self.graph = Graph(graph.operands, graph.operations, graph.inputs, graph.outputs)
         self.options = options
-        self.notes = list(prog.notes)
         self.input_descs = {name: graph.operands[i].desc for name, i in graph.inputs.items()}
         self.output_descs = {name: graph.operands[i].desc for name, i in graph.outputs.items()}
         slot: dict[int, int] = {}
@@ -101,7 +100,7 @@ class Executable:
                     i += 1
             self._items = items
             copy_out |= self.plan.copy_out
-            self.notes.append(prog.notes[-1])
+        self.notes = list(prog.notes)  # the compile passes' and the plan's (build_plan writes its own)
         self._copy_out = frozenset(copy_out)
         one = self._items[0] if len(self._items) == 1 else None
         self._one_segment: Segment | None = one if isinstance(one, Segment) else None
