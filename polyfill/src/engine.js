@@ -5,7 +5,7 @@
 // same messages, transfers and order either way.
 
 import {bootPyodide} from './boot.js';
-import {BYTES_PER_ELEMENT} from './buffers.js';
+import {byteLengthOf} from './buffers.js';
 import {installWheel} from './wheels.js';
 import {createSplit} from './split.js';
 
@@ -225,8 +225,7 @@ export function createEngine({post, close, switches}) {
       direct.free.push(index);
       throw e;
     }
-    const desc = JSON.parse(m.desc);
-    const n = desc.shape.reduce((a, b) => a * b, 1) * BYTES_PER_ELEMENT[desc.dataType];
+    const n = byteLengthOf(JSON.parse(m.desc));
     direct.tensors.set(m.tid, {ctx: m.ctx, index, n, error: null});
     return undefined;
   }
