@@ -370,7 +370,7 @@ export function createEngine({post, close, switches}) {
 
   // one graph over both cores (split.js): a batch-separable graph runs half here, half on the peer worker
   // (in direct mode the output tensors' records carry a split dispatch's error, as dispatch() sets them)
-  const split = createSplit({pyodide: () => pyodide, glue: () => glue, unwrap, switches,
+  const split = createSplit({pyodide: () => pyodide, glue: () => glue, unwrap, switches, takeBytes,
     outputsDone: (outputs, error) => {
       if (!direct) return;
       const onOutputs = error && {name: 'OperationError', message: `dispatch failed: ${error.message}`};

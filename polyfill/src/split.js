@@ -11,7 +11,7 @@
 // Off with the worker URL switch ?split=0 (or WEBNN_POLYFILL_CONFIG.split = false, pool.js).
 
 /** The split half of an engine: `pyodide()`, `glue()` (py_core.bridge.pyodide_glue) as the engine has them. */
-export function createSplit({pyodide, glue, unwrap, switches, outputsDone = () => {}}) {
+export function createSplit({pyodide, glue, unwrap, switches, takeBytes, outputsDone = () => {}}) {
   const on = switches.get('split') !== '0';
   let module = null;
   let port = null;
@@ -59,14 +59,7 @@ export function createSplit({pyodide, glue, unwrap, switches, outputsDone = () =
           const views = result.get(1);
           try {
             names.forEach((name, i) => {
-              const view = views.get(i);
-              const buf = view.getBuffer('u8');
-              try {
-                out[name] = buf.data.slice().buffer;
-              } finally {
-                buf.release();
-                view.destroy();
-              }
+              out[name] = takeBytes(views.get(i));
             });
           } finally {
             views.destroy();
