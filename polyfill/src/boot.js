@@ -11,8 +11,8 @@
 import {importPyodide} from './load-pyodide.js';
 import {startPyodide} from './snapshot.js';
 import {installNumpy, installWheel, numpyLockEntry} from './wheels.js';
-import {SITE_MTIME_MS, forgetListings, listTree, readSite, readTree, siteKey, writeSite, writeTree}
-  from './sitecache.js';
+import {SITE_MTIME_MS, forgetListings, listTree, readSite, readTree, siteKey, sitePackagesOf, writeSite,
+  writeTree} from './sitecache.js';
 
 const QUIET = {messageCallback: () => {}};
 
@@ -127,7 +127,6 @@ function prepareSite(py, key) {
   };
 }
 
-const sitePackagesOf = (py) => py.runPython('import site; site.getsitepackages()[0]');
 
 // Compiling pyodide.asm.wasm (10 MB) once for both Pyodides.  Pyodide 0.27 instantiates it with
 // WebAssembly.instantiateStreaming(fetch(<indexURL>pyodide.asm.wasm), imports) and takes no compiled module,

@@ -22,6 +22,9 @@ const MAGIC = 0x31535057;  // 'WPS1'
 // every file's mtime (ms), so a .pyc written on one visit matches its source on the next
 export const SITE_MTIME_MS = 315532800000;  // 1980-01-01, as zip dates begin
 
+/** The Pyodide's site-packages directory. */
+export const sitePackagesOf = (py) => py.runPython('import site; site.getsitepackages()[0]');
+
 export function siteKey(indexURL, version, sha256s) {
   return new URL(`webnn-site-v${FORMAT}-${encodeURIComponent(version)}-${sha256s.join('-')}.bin`, indexURL).href;
 }

@@ -15,7 +15,7 @@
 // to loadPackage only where that is checked too (NumPy by name: Pyodide verifies it against its lock file) or
 // where there is nothing to check (no sha256 given).
 
-import {forgetListings, writeTree} from './sitecache.js';
+import {forgetListings, sitePackagesOf, writeTree} from './sitecache.js';
 
 const QUIET = {messageCallback: () => {}};
 
@@ -50,7 +50,7 @@ const isIntegrityFailure = (e) => e instanceof DOMException && e.name === 'Secur
 
 async function unpackWheel(py, url, sha256, {unzip = true} = {}) {
   const wheel = await fetchVerified(url, sha256);
-  const sitePackages = py.runPython('import site; site.getsitepackages()[0]');
+  const sitePackages = sitePackagesOf(py);
   let how = 'unpacked';
   // the zip read here (the browser's inflate) when it can be; else (or with unzip: false) CPython's zipfile
   const files = unzip ? await readZip(wheel).catch((e) => {
