@@ -85,10 +85,7 @@ export async function startPyodide(loadPyodide, version, options,
       const py = await restore(loadPyodide, options, given);
       // a snapshot the worker just made, stored from here: the worker's thread is busy with NumPy and the
       // core for seconds, which held its write back until the page was gone (Firefox)
-      if (givenNew) {
-        const cache = await openCache();
-        if (cache) writeSnapshot(snapshotKey(options.indexURL, version || 'unknown'), given);
-      }
+      if (givenNew) writeSnapshot(snapshotKey(options.indexURL, version || 'unknown'), given);  // none without a cache
       return {py, snapshot: 'handed', bytes: given};
     } catch (e) {
       console.warn(`WebNN polyfill: the worker's Pyodide snapshot did not restore: ${e && e.message ? e.message : e}`);
