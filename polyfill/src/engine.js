@@ -79,7 +79,7 @@ export function createEngine({post, close, switches}) {
       // a snapshot made here goes to the page, which stores it (snapshot.js)
       snapshot: {use: plain, make: plain, store: !msg.handoff}, numpy: true,
       wheels: [{url: msg.coreWheelURL, sha256: msg.coreWheelSha256}], unpack: switches.get('unpack') !== '0',
-      unzip: switches.get('unzip') !== '0', siteCache: switches.get('sitecache') !== '0',
+      unzip: switches.get('unzip') !== '0', siteCache: switches.get('sitecache') !== '0', siteScope: 'worker',
       mark: (stage, info) => {
         stages[stage] = Math.round(performance.now() - t0);
         if (stage !== 'runtime') return;
@@ -92,15 +92,18 @@ export function createEngine({post, close, switches}) {
     progress('worker-numpy', `NumPy installed (${booted.numpy})`);
     pyodide.runPython('import numpy');  // timed apart from the core's own imports
     stages.numpyImport = Math.round(performance.now() - t0);
+    // NumPy's files and .pyc for the next visit (sitecache.js), on their way before the core's import holds this
+    // thread: stored after the graph was built, they had often not been written when a short visit ended
+    const stored = (group) => ({stored: done}) => done.then((ok) => ok && progress('worker-site-stored', group));
+    stored('numpy')(await booted.storeSite(['numpy']));
     glue = pyodide.pyimport('py_core.bridge.pyodide_glue');
     if (msg.direct !== false && switches.get('direct') !== '0') {
       // tensors: id -> {ctx, index (its entry in the table), n (bytes), error (of the last dispatch writing it)}
       direct = {table: unwrap(glue.enable_direct()), tensors: new Map(), free: [], next: 0,
         bound: new Map(), nextBound: 1, run: glue.run, bind: glue.bind, cRuns: 0};
     }
+    stored('wheels')(await booted.storeSite(['wheels']));  // the core wheel's, likewise
     stages.core = Math.round(performance.now() - t0);
-    // site-packages and the .pyc of what was just imported, for the next visit (sitecache.js), after this reply
-    setTimeout(() => booted.storeSite(), 0);
     progress('worker-core', 'core loaded');
     return {ok: true, snapshot: booted.snapshot, numpy: booted.numpy, wheels: booted.wheels, stages};
   }
