@@ -8,8 +8,8 @@
 // one place, the file PYODIDE_VERSION (read by web/settings.py, scripts/fetch_assets.py and, for the Node
 // runners, scripts/pyodide_node.mjs).
 
-import {importPyodide} from './load-pyodide.js';
-import {startPyodide} from './snapshot.js';
+import {importPyodide, inServiceWorker} from './load-pyodide.js';
+import {prefetchSnapshot, startPyodide} from './snapshot.js';
 import {installNumpy, installWheel, numpyLockEntry} from './wheels.js';
 import {SITE_MTIME_MS, forgetListings, readSite, siteKey, sitePackagesOf, wheelPaths, wheelTree, writeSite,
   writeTree} from './sitecache.js';
@@ -47,23 +47,29 @@ function fetchable(indexURL) {
  */
 export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}, stderr = () => {}, args,
   snapshot = {use: false, make: false}, wasmModule = null, numpy = false, wheels = [], packages = [],
-  unpack = true, unzip = true, siteCache = false, siteScope = 'pyodide', mark = () => {}} = {}) {
+  unpack = true, unzip = true, siteCache = false, siteScope = 'pyodide', early = true, mark = () => {}} = {}) {
   const viaFetch = unpack && fetchable(indexURL);
   // (Fetching the wheels while Pyodide starts was tried: Firefox's snapshot restore in the worker took 0.4-0.6 s
   // longer beside the downloads and digests, more than they cost after it.)
+  const started0 = early && fetchable(indexURL) ? startEarly(indexURL, wasmModule) : {script: null, module: null};
   const {loadPyodide, version} = await importPyodide(indexURL);
   mark('script');
+  if (early && snapshot.use && !snapshot.given && version && fetchable(indexURL)) {
+    snapshot = {...snapshot, cached: prefetchSnapshot(indexURL, version)};
+  }
   const site = siteCache && viaFetch ? new SiteEntries(indexURL, version, siteScope, mark) : null;
   // the cache entries are read (and their sha256 checked) while Pyodide starts: I/O and digests off this thread
-  if (site && version) site.prefetch(numpy && lockSha256(lockFileURL || new URL('pyodide-lock.json', indexURL).href),
-    wheels);
+  if (site && version && early) {
+    site.prefetch(numpy && lockSha256(lockFileURL || new URL('pyodide-lock.json', indexURL).href), wheels);
+  }
   const options = {indexURL, stdout, stderr};
   if (lockFileURL) options.lockFileURL = lockFileURL;
   if (env && Object.keys(env).length) options.env = env;
   if (args) options.args = args;
-  const wasm = shareWasm(indexURL, wasmModule);
+  const wasm = shareWasm(indexURL, wasmModule || started0.module);
   let started;
   try {
+    await started0.script;  // else loadPyodide imports it a second time
     started = await startPyodide(loadPyodide, version, options, snapshot);
   } finally {
     wasm.release();
@@ -87,6 +93,23 @@ export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}
   return {py, version: version || py.version, snapshot: started.snapshot, snapshotBytes: started.bytes,
     wasmModule: wasm.module(), numpy: numpyHow, wheels: wheelsHow,
     storeSite: site && !loadPackaged ? site.prepareStore(py) : notStored};
+}
+
+// The restore's longest steps started at once, side by side with importing pyodide.mjs and reading the snapshot
+// (and site-packages) from Cache Storage: loadPyodide would only start them one after another, once both are
+// done.  pyodide.asm.js (1.3 MB of JavaScript) is imported (as loadPyodide would, which then does not), and
+// pyodide.asm.wasm compiled (from the browser's code cache in Chromium; Firefox compiles it on every visit)
+// unless a compiled module was handed over.  {script: resolves when imported or not, module: resolves to the
+// module or null (shareWasm then lets Pyodide's own instantiation run)}.  Not in a service worker (no import()
+// after its script ran: load-pyodide.js).
+function startEarly(indexURL, given) {
+  const wa = globalThis.WebAssembly;
+  const script = inServiceWorker() || typeof globalThis._createPyodideModule === 'function' ? Promise.resolve()
+    : import(/* webpackIgnore: true */ indexURL + 'pyodide.asm.js').catch(() => {});
+  const url = new URL('pyodide.asm.wasm', indexURL).href;
+  const module = given || modules.has(url) || !wa || typeof wa.compileStreaming !== 'function' ? null
+    : wa.compileStreaming(fetch(url)).catch(() => null);
+  return {script, module};
 }
 
 // NumPy's sha256 in the lock file at url (the one loadPyodide then reads, from the HTTP cache), or null
@@ -183,14 +206,14 @@ class SiteEntries {
 // so while a loadPyodide of ours runs, that one URL's instantiation is served from the module known for it
 // (handed over by the other Pyodide's thread) or, without one, compiled as usual and the module kept.  Any
 // other call passes through untouched, and the original function is back once no boot of ours is running.
-const modules = new Map();  // pyodide.asm.wasm URL -> WebAssembly.Module
+const modules = new Map();  // pyodide.asm.wasm URL -> WebAssembly.Module, or a promise of one (or of null)
 const booting = new Map();  // pyodide.asm.wasm URL -> how many boots of ours are running
 let original = null;  // WebAssembly.instantiateStreaming while it is wrapped
 
 function shareWasm(indexURL, given) {
   const wa = globalThis.WebAssembly;
   if (!fetchable(indexURL) || !wa || typeof wa.instantiateStreaming !== 'function') {
-    return {release: () => {}, module: () => given};
+    return {release: () => {}, module: () => (wa && given instanceof wa.Module ? given : null)};
   }
   const url = new URL('pyodide.asm.wasm', indexURL).href;
   if (given && !modules.has(url)) modules.set(url, given);
@@ -200,8 +223,11 @@ function shareWasm(indexURL, given) {
     wa.instantiateStreaming = async function instantiateStreaming(source, imports) {
       const response = await source;
       const key = response && response.url;
-      const module = booting.has(key) && modules.get(key);
-      if (module) return {module, instance: await wa.instantiate(module, imports)};
+      const module = booting.has(key) && await modules.get(key);
+      if (module) {
+        modules.set(key, module);
+        return {module, instance: await wa.instantiate(module, imports)};
+      }
       const result = await passThrough.call(this, response, imports);
       if (booting.has(key)) modules.set(key, result.module);
       return result;
@@ -220,6 +246,6 @@ function shareWasm(indexURL, given) {
         original = null;
       }
     },
-    module: () => modules.get(url) || null,
+    module: () => (modules.get(url) instanceof wa.Module ? modules.get(url) : null),
   };
 }

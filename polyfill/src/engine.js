@@ -39,7 +39,8 @@ export function createEngine({post, close, switches}) {
   // ?native=0 keeps the C kernels (py_core/kernels/native) off, ?plan=0 runs every step from Python (no compiled
   // plan: py_core/compiler/plan.py), ?blas=0 never loads SciPy's BLAS, ?unzip=0
   // unpacks the wheels with CPython's zipfile instead of in JavaScript, ?sitecache=0 neither restores nor stores
-  // site-packages with its .pyc in Cache Storage (polyfill/src/sitecache.js), ?direct=0 writes, reads and
+  // site-packages with its .pyc in Cache Storage (polyfill/src/sitecache.js), ?early=0 starts Pyodide's steps one
+  // after another (boot.js startEarly: no early import, compile or cache reads), ?direct=0 writes, reads and
   // dispatches through Python (direct mode off, see above), ?unpack=0
   // installs NumPy and the core wheel with loadPackage (polyfill/src/wheels.js). Read from the worker script's
   // own URL (worker.js), which may run from a blob URL that imports it (polyfill/src/spawn.js).
@@ -80,6 +81,7 @@ export function createEngine({post, close, switches}) {
       snapshot: {use: plain, make: plain, store: !msg.handoff}, numpy: true,
       wheels: [{url: msg.coreWheelURL, sha256: msg.coreWheelSha256}], unpack: switches.get('unpack') !== '0',
       unzip: switches.get('unzip') !== '0', siteCache: switches.get('sitecache') !== '0', siteScope: 'worker',
+      early: switches.get('early') !== '0',
       mark: (stage, info) => {
         stages[stage] = Math.round(performance.now() - t0);
         if (stage !== 'runtime') return;
@@ -116,9 +118,14 @@ export function createEngine({post, close, switches}) {
     // Two messages, always (the page waits for both): one a browser may fail to read (Firefox, at times, a
     // WebAssembly.Module) costs only that part. A snapshot made here is stored by the page (`made`).
     const parts = [{snapshot: snapshotBytes, made: snapshot === 'made'}, {module: wasmModule}];
-    for (const part of parts) {
+    // the snapshot's 21 MB moved, not copied (50-70 ms of this thread in Chromium): this Pyodide has restored or
+    // made it and keeps no use for them
+    const whole = snapshotBytes && snapshotBytes.byteOffset === 0
+      && snapshotBytes.byteLength === snapshotBytes.buffer.byteLength;
+    const transfers = [whole ? [snapshotBytes.buffer] : [], []];
+    for (const [i, part] of parts.entries()) {
       try {
-        port.postMessage(part);
+        port.postMessage(part, transfers[i]);
       } catch (e) {
         console.warn(`WebNN polyfill: the page's Pyodide starts without a part of the worker's: ${e && e.message}`);
         port.postMessage({});

@@ -71,15 +71,21 @@ async function dropSnapshot(key) {
   if (cache) await cache.delete(key).catch(() => {});
 }
 
+/** The cached snapshot's bytes (or null), read ahead of startPyodide (its `cached` option). */
+export function prefetchSnapshot(indexURL, version) {
+  return readSnapshot(snapshotKey(indexURL, version || 'unknown'));
+}
+
 /**
  * loadPyodide(options), from a usable snapshot: `given` bytes (the worker's, handed to the page; `givenNew`: it
- * has just made them, store them), else the cached one when `use`. With `make`, an instance that booted without
- * one takes one (before anything else runs in it) and, with `store`, stores it for the next visit.
+ * has just made them, store them), else the cached one when `use` (`cached`: prefetchSnapshot's promise of it).
+ * With `make`, an instance that booted without one takes one (before anything else runs in it) and, with `store`,
+ * stores it for the next visit.
  * Resolves to {py, snapshot, bytes}: snapshot is 'handed' (from `given`), 'loaded' (from the cache), 'made' or
  * 'none'; bytes is the snapshot restored or made, for another instance.
  */
 export async function startPyodide(loadPyodide, version, options,
-  {make = false, use = true, store = true, given = null, givenNew = false} = {}) {
+  {make = false, use = true, store = true, given = null, givenNew = false, cached: prefetched = null} = {}) {
   if (given) {
     try {
       const py = await restore(loadPyodide, options, given);
@@ -94,7 +100,7 @@ export async function startPyodide(loadPyodide, version, options,
   const cached = await openCache();
   const key = cached ? snapshotKey(options.indexURL, version || 'unknown') : null;
   if (cached && use) {
-    const bytes = await readSnapshot(key);
+    const bytes = await (prefetched || readSnapshot(key));
     if (bytes) {
       try {
         return {py: await restore(loadPyodide, options, bytes), snapshot: 'loaded', bytes};
