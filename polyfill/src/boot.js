@@ -97,17 +97,19 @@ export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}
 
 // The restore's longest steps started at once, side by side with importing pyodide.mjs and reading the snapshot
 // (and site-packages) from Cache Storage: loadPyodide would only start them one after another, once both are
-// done.  pyodide.asm.js (1.3 MB of JavaScript) is imported (as loadPyodide would, which then does not), and
-// pyodide.asm.wasm compiled (from the browser's code cache in Chromium; Firefox compiles it on every visit)
-// unless a compiled module was handed over.  {script: resolves when imported or not, module: resolves to the
-// module or null (shareWasm then lets Pyodide's own instantiation run)}.  Not in a service worker (no import()
-// after its script ran: load-pyodide.js).
+// done.  pyodide.asm.js (1.3 MB of JavaScript) is imported (as loadPyodide would, which then does not), and, in
+// Firefox, pyodide.asm.wasm compiled unless a compiled module was handed over: Firefox compiles it on every visit
+// (226 ms quiet), Chromium's instantiateStreaming takes it from its code cache, and compiling it early there
+// measured no gain (4 interleaved rounds) while its cache reads ran beside the snapshot's.  {script: resolves when
+// imported or not, module: resolves to the module or null (shareWasm then lets Pyodide's own instantiation
+// run)}.  Not in a service worker (no import() after its script ran: load-pyodide.js).
 function startEarly(indexURL, given) {
   const wa = globalThis.WebAssembly;
   const script = inServiceWorker() || typeof globalThis._createPyodideModule === 'function' ? Promise.resolve()
     : import(/* webpackIgnore: true */ indexURL + 'pyodide.asm.js').catch(() => {});
   const url = new URL('pyodide.asm.wasm', indexURL).href;
-  const module = given || modules.has(url) || !wa || typeof wa.compileStreaming !== 'function' ? null
+  const firefox = typeof navigator !== 'undefined' && /\bFirefox\//.test(navigator.userAgent || '');
+  const module = !firefox || given || modules.has(url) || !wa || typeof wa.compileStreaming !== 'function' ? null
     : wa.compileStreaming(fetch(url)).catch(() => null);
   return {script, module};
 }
