@@ -63,6 +63,8 @@ if (emit) {
   fs.rmSync(tmp, {recursive: true, force: true});
   process.exit(0);
 }
-const names = Object.keys(variants[0].cases).filter((c) => !only || only.split(',').includes(c));
+// --cases takes names, or prefixes ending in ':' (mnv2: every MobileNetV2 layer)
+const wanted = (c) => !only || only.split(',').some((o) => o === c || (o.endsWith(':') && c.startsWith(o)));
+const names = Object.keys(variants[0].cases).filter(wanted);
 await compare(variants, names, rounds, cpuMs, console.log);
 fs.rmSync(tmp, {recursive: true, force: true});

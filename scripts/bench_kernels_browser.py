@@ -33,7 +33,8 @@ window.benchDone = (async () => {
   for (const v of await (await fetch('variants.json')).json()) {
     variants.push({...v, ...(await instantiate(await (await fetch(v.file)).arrayBuffer()))});
   }
-  const names = Object.keys(variants[0].cases).filter((c) => !CASES.length || CASES.includes(c));
+  const names = Object.keys(variants[0].cases).filter((c) => !CASES.length ||
+      CASES.some((o) => o === c || (o.endsWith(':') && c.startsWith(o))));
   await compare(variants, names, ROUNDS, () => performance.now(), (line) => lines.push(line));
   return lines;
 })();

@@ -60,12 +60,62 @@ export async function instantiate(bytes) {
     cases[`1x1_${M}x${K}x${N}`] = {flops: 2 * M * N * K, out: [c, M * N],
       run: () => e.wk_sgemm(B(M), B(N), B(K), a, B(K), 1n, b, B(N), c, B(N), bias, 1, 1, 0, 6, work)};
   }
+  // MobileNetV2's layers as the polyfill runs them (NCHW, batch 1): `mnv2:` cases, each with its count in the
+  // network; compare() adds a variant's minimums up into the whole network's kernel time
+  const layers = [['conv', 3, 224, 32, 2, 1]];
+  let [ch, size] = [32, 112];
+  const block = (t, out, stride) => {
+    const hidden = ch * t;
+    if (t !== 1) layers.push(['1x1', hidden, ch, size]);
+    layers.push(['dw', hidden, size, stride]);
+    size = Math.floor((size + 2 - 3) / stride) + 1;
+    layers.push(['1x1', out, hidden, size]);
+    ch = out;
+  };
+  for (const [t, c, n, s] of [[1, 16, 1, 1], [6, 24, 2, 2], [6, 32, 3, 2], [6, 64, 4, 2], [6, 96, 3, 1],
+    [6, 160, 3, 2], [6, 320, 1, 1]]) {
+    for (let i = 0; i < n; i++) block(t, c, i ? 1 : s);
+  }
+  layers.push(['1x1', 1280, 320, 7], ['fc', 1000, 1280]);
+  const counts = new Map();
+  for (const l of layers) counts.set(l.join(' '), (counts.get(l.join(' ')) || 0) + 1);
+  for (const [key, count] of counts) {
+    const [kind, ...d] = key.split(' ');
+    const [a0, a1, a2, a3] = d.map(Number);
+    const name = `mnv2:${kind}_${d.join('_')}`;
+    if (kind === '1x1') { // [O, C] x [C, H*W] through wk_sgemm with its packing buffer, bias, relu6
+      const [M, K, N] = [a0, a1, a2 * a2];
+      const a = alloc(M * K), b = alloc(K * N), c = alloc(M * N, false), bias = alloc(M);
+      const work = alloc(Number(e.wk_sgemm_work(B(N), B(K))), false);
+      cases[name] = {flops: 2 * M * N * K, count, out: [c, M * N],
+        run: () => e.wk_sgemm(B(M), B(N), B(K), a, B(K), 1n, b, B(N), c, B(N), bias, 1, 1, 0, 6, work)};
+    } else if (kind === 'dw') {
+      const [C, H, S] = [a0, a1, a2];
+      const OH = Math.floor((H + 2 - 3) / S) + 1;
+      const x = alloc(C * H * H), w = alloc(C * 9), y = alloc(C * OH * OH, false), bias = alloc(C);
+      const work = alloc(Number(e.wk_depthwise_nchw_work(B(OH), B(OH), B(S), B(S))), false);
+      cases[name] = {flops: 2 * C * OH * OH * 9, count, out: [y, C * OH * OH],
+        run: () => e.wk_depthwise_nchw(1n, B(C), B(H), B(H), x, 3n, 3n, w, B(S), B(S), 1n, 1n, 1n, 1n, B(OH),
+            B(OH), y, bias, 1, 0, 6, work)};
+    } else if (kind === 'conv') {
+      cases[name] = {...cases.conv_first, count};
+    } else { // the classifier: [1, 1280] x packed [1280, 1000] + bias
+      const [N, K] = [a0, a1];
+      const a = alloc(K), b = alloc(K * N), c = alloc(N, false), bias = alloc(N);
+      const pk = alloc(Number(e.wk_packed_b_size(B(N), B(K))), false);
+      e.wk_pack_b(B(N), B(K), b, B(N), pk);
+      cases[name] = {flops: 2 * N * K, count, out: [c, N],
+        run: () => e.wk_sgemm_packed(1n, B(N), B(K), a, B(K), 1n, pk, c, B(N), bias, 2, 0, 0, 0)};
+    }
+  }
+  if (top > e.memory.buffer.byteLength) throw new Error('the cases need more memory than was grown');
   return {cases, f32};
 }
 
 // times every case on every variant (each {name, relaxed, cases, f32}), variants interleaved round by round;
 // clock() in ms (Node: CPU time; a page: performance.now()), log(line) prints
 export async function compare(variants, names, rounds, clock, log) {
+  const totals = new Map(); // variant name -> [sum of count x min, of count x median] over the counted cases
   for (const c of names) {
     await new Promise((r) => setTimeout(r)); // a browser page stays responsive between cases
     for (const relaxed of [false, true]) {
@@ -88,10 +138,19 @@ export async function compare(variants, names, rounds, clock, log) {
         let diff = 0;
         for (let k = 0; k < ref.length; k++) diff = Math.max(diff, Math.abs(got[k] - ref[k]));
         const t = times[i].sort((a, b) => a - b);
-        const gflops = v.cases[c].flops / t[0] / 1e6;
+        const gflops = v.cases[c].flops / t[0] / 1e6, count = v.cases[c].count;
+        if (count) {
+          const sum = totals.get(v.name) || [0, 0];
+          totals.set(v.name, [sum[0] + count * t[0], sum[1] + count * t[t.length >> 1]]);
+        }
         log(`${c.padEnd(18)} ${v.name.padEnd(52)} min ${t[0].toFixed(3).padStart(7)} ms  median ` +
-            `${t[t.length >> 1].toFixed(3).padStart(7)} ms  ${gflops.toFixed(1).padStart(5)} GFLOP/s  diff ${diff}`);
+            `${t[t.length >> 1].toFixed(3).padStart(7)} ms  ${gflops.toFixed(1).padStart(5)} GFLOP/s  diff ${diff}` +
+            (count ? `  x${count}` : ''));
       });
     }
+  }
+  for (const [name, [min, median]] of totals) {
+    log(`${'counted cases'.padEnd(18)} ${name.padEnd(52)} min ${min.toFixed(3).padStart(7)} ms  median ` +
+        `${median.toFixed(3).padStart(7)} ms  (count x time, summed)`);
   }
 }

@@ -341,7 +341,7 @@ static void pack_b_block(i64 kc, i64 n, const float *b, i64 ldb, float *out) {
           else st(c + r * ldc + 4 * v, acc[r][v]);                                                          \
     } else {                                                                                                \
       for (int r = 0; r < MR; r++)                                                                          \
-        for (i64 q = 0; q < ncols; q++) {                                                                   \
+        for (i64 q = 0; q < ncols && q < 4 * NV; q++) {                                                     \
           float s = acc[r][q / 4][q % 4];                                                                   \
           c[r * ldc + q] = last ? act1(s + bias1(e, i + r, j + q), e->act, e->lo, e->hi) : s;               \
         }                                                                                                   \
@@ -352,6 +352,8 @@ DEF_MICRO_(2, 4)
 DEF_MICRO_(2, 3)
 DEF_MICRO_(2, 2)
 DEF_MICRO_(2, 1)
+DEF_MICRO_(4, 2)
+DEF_MICRO_(8, 1)
 DEF_MICRO_(1, 4)
 DEF_MICRO_(1, 3)
 DEF_MICRO_(1, 2)
@@ -373,11 +375,20 @@ static void gemm_block(i64 i0, i64 i1, i64 n0, i64 n, i64 k0, i64 kc, const floa
     for (; i + 2 <= m1; i += 2) MICRO_ROWS(2, NV);                                                         \
     for (; i < m1; i++) MICRO_ROWS(1, NV);                                                                 \
   } while (0)
-      switch ((w + 3) / 4) { /* the vectors of the panel that hold columns */
+      /* the vectors of the panel that hold columns; a last panel of one or two vectors (49 = 3 x 16 + 1,
+       * 196 = 12 x 16 + 4) takes 8 or 4 rows at a time: with the 2 x 4 or 2 x 8 tile its 2-4 accumulators
+       * were one dependent multiply-add chain each, bound by the instruction's latency, not its throughput */
+      switch ((w + 3) / 4) {
         case 4: MICRO_ALL_ROWS(4); break;
         case 3: MICRO_ALL_ROWS(3); break;
-        case 2: MICRO_ALL_ROWS(2); break;
-        default: MICRO_ALL_ROWS(1); break;
+        case 2:
+          for (; i + 4 <= m1; i += 4) MICRO_ROWS(4, 2);
+          MICRO_ALL_ROWS(2);
+          break;
+        default:
+          for (; i + 8 <= m1; i += 8) MICRO_ROWS(8, 1);
+          MICRO_ALL_ROWS(1);
+          break;
       }
 #undef MICRO_ALL_ROWS
 #undef MICRO_ROWS
