@@ -77,37 +77,44 @@ export async function instantiate(bytes) {
     for (let i = 0; i < n; i++) block(t, c, i ? 1 : s);
   }
   layers.push(['1x1', 1280, 320, 7], ['fc', 1000, 1280]);
-  const counts = new Map();
-  for (const l of layers) counts.set(l.join(' '), (counts.get(l.join(' ')) || 0) + 1);
-  for (const [key, count] of counts) {
-    const [kind, ...d] = key.split(' ');
-    const [a0, a1, a2, a3] = d.map(Number);
-    const name = `mnv2:${kind}_${d.join('_')}`;
+  const layerCase = (kind, d) => {
+    const [a0, a1, a2] = d;
     if (kind === '1x1') { // [O, C] x [C, H*W] through wk_sgemm with its packing buffer, bias, relu6
       const [M, K, N] = [a0, a1, a2 * a2];
       const a = alloc(M * K), b = alloc(K * N), c = alloc(M * N, false), bias = alloc(M);
       const work = alloc(Number(e.wk_sgemm_work(B(N), B(K))), false);
-      cases[name] = {flops: 2 * M * N * K, count, out: [c, M * N],
+      return {flops: 2 * M * N * K, out: [c, M * N],
         run: () => e.wk_sgemm(B(M), B(N), B(K), a, B(K), 1n, b, B(N), c, B(N), bias, 1, 1, 0, 6, work)};
     } else if (kind === 'dw') {
       const [C, H, S] = [a0, a1, a2];
       const OH = Math.floor((H + 2 - 3) / S) + 1;
       const x = alloc(C * H * H), w = alloc(C * 9), y = alloc(C * OH * OH, false), bias = alloc(C);
       const work = alloc(Number(e.wk_depthwise_nchw_work(B(OH), B(OH), B(S), B(S))), false);
-      cases[name] = {flops: 2 * C * OH * OH * 9, count, out: [y, C * OH * OH],
+      return {flops: 2 * C * OH * OH * 9, out: [y, C * OH * OH],
         run: () => e.wk_depthwise_nchw(1n, B(C), B(H), B(H), x, 3n, 3n, w, B(S), B(S), 1n, 1n, 1n, 1n, B(OH),
             B(OH), y, bias, 1, 0, 6, work)};
     } else if (kind === 'conv') {
-      cases[name] = {...cases.conv_first, count};
-    } else { // the classifier: [1, 1280] x packed [1280, 1000] + bias
-      const [N, K] = [a0, a1];
-      const a = alloc(K), b = alloc(K * N), c = alloc(N, false), bias = alloc(N);
-      const pk = alloc(Number(e.wk_packed_b_size(B(N), B(K))), false);
-      e.wk_pack_b(B(N), B(K), b, B(N), pk);
-      cases[name] = {flops: 2 * N * K, count, out: [c, N],
-        run: () => e.wk_sgemm_packed(1n, B(N), B(K), a, B(K), 1n, pk, c, B(N), bias, 2, 0, 0, 0)};
+      return cases.conv_first;
     }
+    // the classifier: [1, 1280] x packed [1280, 1000] + bias
+    const [N, K] = [a0, a1];
+    const a = alloc(K), b = alloc(K * N), c = alloc(N, false), bias = alloc(N);
+    const pk = alloc(Number(e.wk_packed_b_size(B(N), B(K))), false);
+    e.wk_pack_b(B(N), B(K), b, B(N), pk);
+    return {flops: 2 * N * K, out: [c, N],
+      run: () => e.wk_sgemm_packed(1n, B(N), B(K), a, B(K), 1n, pk, c, B(N), bias, 2, 0, 0, 0)};
+  };
+  const counts = new Map();
+  for (const l of layers) counts.set(l.join(' '), (counts.get(l.join(' ')) || 0) + 1);
+  for (const [key, count] of counts) {
+    const [kind, ...d] = key.split(' ');
+    cases[`mnv2:${kind}_${d.join('_')}`] = {...layerCase(kind, d.map(Number)), count};
   }
+  // the whole network's layers one after the other, each with buffers of its own (its weights and activations
+  // out of cache by its turn, as in a run of the graph): `layers` makes compare() print each one's time too
+  const seq = layers.map(([kind, ...d]) => ({name: `${kind}_${d.join('_')}`, ...layerCase(kind, d)}));
+  cases['mnv2_sequence'] = {flops: seq.reduce((t, l) => t + l.flops, 0), out: seq[seq.length - 1].out,
+    layers: seq, run: () => seq.forEach((l) => l.run())};
   if (top > e.memory.buffer.byteLength) throw new Error('the cases need more memory than was grown');
   return {cases, f32};
 }
@@ -127,6 +134,20 @@ export async function compare(variants, names, rounds, clock, log) {
       }
       for (let r = 0; r < rounds; r++) {
         vs.forEach((v, i) => {
+          const ls = v.cases[c].layers;
+          if (ls) { // each layer timed in the sequence
+            v.layerTimes ||= ls.map(() => []);
+            let total = 0;
+            ls.forEach((l, k) => {
+              const t0 = clock();
+              l.run();
+              const t = clock() - t0;
+              v.layerTimes[k].push(t);
+              total += t;
+            });
+            times[i].push(total);
+            return;
+          }
           const t0 = clock();
           v.cases[c].run();
           times[i].push(clock() - t0);
@@ -143,6 +164,12 @@ export async function compare(variants, names, rounds, clock, log) {
           const sum = totals.get(v.name) || [0, 0];
           totals.set(v.name, [sum[0] + count * t[0], sum[1] + count * t[t.length >> 1]]);
         }
+        (v.cases[c].layers || []).forEach((l, k) => {
+          const lt = v.layerTimes[k].sort((x, y) => x - y);
+          log(`  ${c}/${k} ${l.name.padEnd(20)} ${v.name.padEnd(44)} min ${lt[0].toFixed(3).padStart(7)} ms  median ` +
+              `${lt[lt.length >> 1].toFixed(3).padStart(7)} ms  ${(l.flops / lt[0] / 1e6).toFixed(1).padStart(5)} GFLOP/s`);
+        });
+        delete v.layerTimes;
         log(`${c.padEnd(18)} ${v.name.padEnd(52)} min ${t[0].toFixed(3).padStart(7)} ms  median ` +
             `${t[t.length >> 1].toFixed(3).padStart(7)} ms  ${gflops.toFixed(1).padStart(5)} GFLOP/s  diff ${diff}` +
             (count ? `  x${count}` : ''));
