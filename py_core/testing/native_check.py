@@ -20,7 +20,9 @@ GEMM_SHAPES = [(1, 1, 1), (4, 8, 3), (5, 9, 17), (7, 3, 2), (64, 64, 64), (65, 1
                (200, 12, 5),
                # the packed product: several K blocks (KC 256) and N blocks (NC 256), a partial last panel,
                # an odd row left after the 2-row tiles, exactly one panel
-               (33, 300, 600), (2, 16, 1), (3, 17, 257), (131, 49, 160), (1, 40, 7), (6, 40, 20), (4, 44, 9)]
+               (33, 300, 600), (2, 16, 1), (3, 17, 257), (131, 49, 160), (1, 40, 7), (6, 40, 20), (4, 44, 9),
+               # a last panel of 1 or 2 columns with rows in the lanes (32 at a time), over two K blocks
+               (70, 274, 300)]
 GEMM_LAYOUTS = ["plain", "a_transposed", "b_strided"]
 EPILOGUES = [(native.ACT_NONE, 0.0, 0.0), (native.ACT_CLAMP, 0.0, 6.0), (native.ACT_CLAMP, -0.5, float("inf")),
              (native.ACT_HARD_SWISH, 0.0, 0.0)]
@@ -374,7 +376,7 @@ def cases() -> Iterator[tuple[str, Any]]:
         for act, lo, hi in EPILOGUES:
             yield f"epilogue bias{mode} act{act} [{lo}, {hi}]", \
                 lambda m=mode, a=act, lo_=lo, hi_=hi: epilogue_case(rng, m, a, lo_, hi_)
-            for shape in ((7, 40, 300), (5, 270, 3), (1, 33, 20)):
+            for shape in ((7, 40, 300), (5, 270, 3), (1, 33, 20), (40, 49, 30)):
                 for pre in (False, True):
                     yield f"epilogue {shape} prepacked={pre} bias{mode} act{act} [{lo}, {hi}]", \
                         lambda m=mode, a=act, lo_=lo, hi_=hi, s=shape, p=pre: epilogue_case(rng, m, a, lo_, hi_, s, p)
