@@ -397,12 +397,15 @@ def cases() -> Iterator[tuple[str, Any]]:
                  (1, 3, 10, 50, 3, 3, (3, 3), (1, 1), (1, 1, 1, 1)),
                  (1, 2, 12, 40, 9, 9, (1, 1), (1, 1), (4, 4, 4, 4)),
                  (1, 64, 6, 20, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
-                 # stride 1 reads a padded copy in place: dilated, padding on some sides only or wider than the
-                 # window (whole output rows of padding), rows of 8 and 9 outputs (a last segment of 1)
+                 # strides 1 and 2 read a padded copy in place (stride 2: even and odd columns apart): dilated,
+                 # padding on some sides only or wider than the window (whole output rows of padding), rows of
+                 # 8 and 9 outputs (a last segment of 1), an odd padded width at stride 2
                  (1, 6, 15, 30, 3, 3, (1, 1), (2, 3), (0, 3, 5, 0)),
                  (1, 3, 5, 9, 3, 3, (1, 1), (1, 1), (4, 4, 4, 4)),
                  (2, 4, 8, 10, 3, 3, (1, 1), (1, 1), (0, 0, 0, 0)),
-                 (1, 7, 9, 9, 2, 4, (1, 1), (1, 1), (1, 0, 2, 1))):
+                 (1, 7, 9, 9, 2, 4, (1, 1), (1, 1), (1, 0, 2, 1)),
+                 (1, 4, 17, 19, 3, 3, (2, 2), (1, 1), (1, 1, 1, 1)),
+                 (1, 5, 20, 24, 3, 3, (2, 2), (1, 3), (0, 0, 3, 2))):
         yield f"conv gather {case} o=33", lambda c=case: conv_gather_case(rng, c, 33)
     for act, lo, hi in EPILOGUES[1:]:
         yield f"activation act{act} [{lo}, {hi}]", lambda a=act, lo_=lo, hi_=hi: activation_case(rng, a, lo_, hi_)

@@ -626,27 +626,36 @@ static inline i64 even_block(i64 K, i64 max) {
   return (K + blocks - 1) / blocks;
 }
 
-/* ------------------------------------------------------------------------------ stride 1: B read in place
+/* ------------------------------------------------------------------------- strides 1 and 2: B read in place
  * At stride 1 the im2col row of tap (c, i, j) for the outputs (oh, ow .. ow + 7) is eight consecutive floats of
- * the input, once the input has its zero padding around it: padded plane c, row oh + i dh, columns ow + j dw on.
+ * the input, once the input has its zero padding around it: padded plane c, row oh sh + i dh, columns ow + j dw
+ * on; at stride 2 too once each padded row is stored as its even columns, then its odd ones.
  * So wk_conv_nchw copies the image once per call into a padded copy (Hp x Wp per channel: the rows and columns
  * the outputs read, nothing more) and its micro-kernel reads each k's B vectors straight from it (a table of
  * plane offsets per K block), in place of gathering 16-column panels (the gather was 0.77 of 5.3 ms at 64->64
  * 3x3 56x56).  A panel is two segments of 8 outputs along output rows (56 = 7 x 8: no partial panel where 16
  * columns straddled two rows); the sums are the packed product's, in the same k order: bit-identical. */
 typedef struct {
-  i64 Hp, Wp, plane;
+  i64 sw, Hp, Wp, plane;
 } conv_direct_geometry;
 
-/* whether wk_conv_nchw takes the path above: stride 1, rows of at least 8 outputs, and a padded copy no more
+/* where padded column x of a row sits in its copy: at stride 2 the even columns come first, then the odd ones,
+ * so that the inputs of eight consecutive outputs of one tap are eight consecutive floats again */
+static inline i64 conv_direct_column(const conv_direct_geometry *d, i64 x) {
+  return d->sw == 1 ? x : (x % 2) * (d->Wp / 2) + x / 2;
+}
+
+/* whether wk_conv_nchw takes the path above: strides of 1 or 2, rows of at least 8 outputs, and a padded copy no more
  * than about twice the input (small dilations; it never depends on the padding amounts) */
 static inline int conv_direct(i64 C, i64 H, i64 W, i64 KH, i64 KW, i64 sh, i64 sw, i64 dh, i64 dw, i64 OH, i64 OW,
                               conv_direct_geometry *d) {
-  if (sh != 1 || sw != 1 || OW < 8 || (KH - 1) * dh > 64 || (KW - 1) * dw > 64 || OH > (1LL << 24) ||
-      OW > (1LL << 24))
+  if (sh < 1 || sh > 2 || sw < 1 || sw > 2 || OW < 8 || (KH - 1) * dh > 64 || (KW - 1) * dw > 64 ||
+      OH > (1LL << 24) || OW > (1LL << 24))
     return 0;
-  d->Hp = OH + (KH - 1) * dh;
-  d->Wp = OW + (KW - 1) * dw;
+  d->sw = sw;
+  d->Hp = (OH - 1) * sh + (KH - 1) * dh + 1;
+  d->Wp = (OW - 1) * sw + (KW - 1) * dw + 1;
+  if (sw == 2) d->Wp += d->Wp % 2; /* even and odd columns apart: halves of Wp / 2 */
   d->plane = d->Hp * d->Wp;
   return C * d->plane <= 2 * C * H * W + (1LL << 16);
 }
@@ -672,6 +681,30 @@ static void conv_pad_copy(i64 C, i64 H, i64 W, const float *x, i64 pt, i64 pl, c
     for (i64 r = 0; r < Hp; r++) {
       float *dst = P + (c * Hp + r) * Wp;
       i64 ih = r - pt, q = 0;
+      if (d->sw == 2) { /* even columns to dst[0, Wh), odd ones to dst[Wh, Wp) */
+        const i64 Wh = Wp / 2;
+        float *ev = dst, *od = dst + Wh;
+        if (!(ih >= 0 && ih < H && q1 > q0)) {
+          for (; q < Wp; q++) dst[q] = 0.0f;
+          continue;
+        }
+        const float *src = plane + ih * W - pl; /* padded column q is src[q] */
+        i64 h = 0;
+        for (; h < Wh && 2 * h < q0; h++) {
+          ev[h] = 0.0f;
+          od[h] = 2 * h + 1 >= q0 && 2 * h + 1 < q1 ? src[2 * h + 1] : 0.0f;
+        }
+        for (; h + 4 <= Wh && 2 * h + 8 <= q1; h += 4) {
+          v4 a = ld(src + 2 * h), b = ld(src + 2 * h + 4);
+          st(ev + h, EVEN_LANES(a, b));
+          st(od + h, ODD_LANES(a, b));
+        }
+        for (; h < Wh; h++) {
+          ev[h] = 2 * h >= q0 && 2 * h < q1 ? src[2 * h] : 0.0f;
+          od[h] = 2 * h + 1 >= q0 && 2 * h + 1 < q1 ? src[2 * h + 1] : 0.0f;
+        }
+        continue;
+      }
       if (ih >= 0 && ih < H && q1 > q0) {
         const float *src = plane + ih * W - pl; /* padded column q is src[q] */
         for (; q < q0; q++) dst[q] = 0.0f;
@@ -755,7 +788,8 @@ static void conv_nchw_direct(const conv_geometry *g, const conv_direct_geometry 
       i64 kc = K - k0 < kb ? K - k0 : kb;
       for (i64 t = 0; t < kc; t++) {
         i64 c = (k0 + t) / ntaps, tap = (k0 + t) % ntaps;
-        off[t] = (ptrdiff)(c * d->plane + (tap / g->KW) * g->dh * d->Wp + (tap % g->KW) * g->dw);
+        i64 row = (tap / g->KW) * g->dh, column = conv_direct_column(d, (tap % g->KW) * g->dw);
+        off[t] = (ptrdiff)(c * d->plane + row * d->Wp + column);
       }
       const int first = k0 == 0, last = k0 + kc >= K;
       for (i64 m0 = 0; m0 < O; m0 += MC) {
@@ -768,7 +802,7 @@ static void conv_nchw_direct(const conv_geometry *g, const conv_direct_geometry 
             owb = ((s + 1) % spr) * SEG;
             lb = g->OW - owb < SEG ? g->OW - owb : SEG;
           }
-          const float *ba = P + oha * d->Wp + owa, *bb = P + ohb * d->Wp + owb;
+          const float *ba = P + oha * g->sh * d->Wp + owa, *bb = P + ohb * g->sh * d->Wp + owb;
           float *ca = y + oha * g->OW + owa, *cb = y + ohb * g->OW + owb;
           i64 i = m0;
           for (; i + 2 <= m1; i += 2)
