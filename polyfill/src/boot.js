@@ -11,6 +11,7 @@
 import {importPyodide} from './load-pyodide.js';
 import {startPyodide} from './snapshot.js';
 import {installNumpy, installWheel, numpyLockEntry} from './wheels.js';
+import {hookStdlib, saveStdlib} from './stdlibpyc.js';
 import {SITE_MTIME_MS, forgetListings, listTree, readSite, readTree, siteKey, sitePackagesOf, writeSite,
   writeTree} from './sitecache.js';
 
@@ -36,6 +37,7 @@ function fetchable(indexURL) {
  *  unzip         false unpacks with CPython's zipfile instead of in JavaScript (the worker's ?unzip=0)
  *  siteCache     restore site-packages (with its .pyc) from Cache Storage (sitecache.js), or install the wheels
  *                and let the caller store it with storeSite() once it has imported what it needs
+ *  stdlibCode    with siteCache: keep the standard library's compiled code in that entry too (stdlibpyc.js)
  *  mark(stage, info) called after 'script', 'runtime' (info: {snapshot, snapshotBytes, wasmModule}), 'numpy', 'wheels'
  *                (each when installed) and 'packages'; with siteCache also 'siteOpen', 'siteRead', 'siteChecked'
  * Resolves to {py, version, snapshot: 'handed'|'loaded'|'made'|'none', snapshotBytes, wasmModule,
@@ -45,7 +47,7 @@ function fetchable(indexURL) {
  */
 export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}, stderr = () => {}, args,
   snapshot = {use: false, make: false}, wasmModule = null, numpy = false, wheels = [], packages = [],
-  unpack = true, unzip = true, siteCache = false, mark = () => {}} = {}) {
+  unpack = true, unzip = true, siteCache = false, stdlibCode = true, mark = () => {}} = {}) {
   const viaFetch = unpack && fetchable(indexURL);
   // (Fetching the wheels while Pyodide starts was tried: Firefox's snapshot restore in the worker took 0.4-0.6 s
   // longer beside the downloads and digests, more than they cost after it.)
@@ -67,6 +69,7 @@ export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}
   const site = siteCache && viaFetch
     ? await restoreSite(py, indexURL, version || py.version, numpy, wheels, mark) : null;
   if (site && site.restored) {
+    if (stdlibCode) hookStdlib(py, sitePackagesOf(py), false);
     mark('numpy');
     mark('wheels');
     if (packages.length) await py.loadPackage(packages, QUIET);
@@ -83,7 +86,7 @@ export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}
       .then((hows) => { mark('wheels'); return [...new Set(hows)].join(','); }) : null,
   ]);
   const storeSite = site && [numpyHow, wheelsHow].every((how) => how === null || !/loadPackage/.test(how))
-    ? prepareSite(py, site.key) : async () => false;
+    ? prepareSite(py, site.key, stdlibCode) : async () => false;
   if (packages.length) await py.loadPackage(packages, QUIET);
   mark('packages');
   return {py, version: version || py.version, snapshot: started.snapshot, snapshotBytes: started.bytes,
@@ -112,15 +115,17 @@ async function restoreSite(py, indexURL, version, numpy, wheels, mark) {
 
 // After an install the cache did not have: every file gets SITE_MTIME_MS and CPython writes .pyc as it imports
 // (their timestamps then match the files the next visit writes back); the returned function turns that off and
-// stores site-packages, once.
-function prepareSite(py, key) {
+// stores site-packages (with the standard library's code the hook recorded, stdlibpyc.js), once.
+function prepareSite(py, key, stdlibCode) {
   const dir = sitePackagesOf(py);
   for (const path of listTree(py.FS, dir)) py.FS.utime(`${dir}/${path}`, SITE_MTIME_MS, SITE_MTIME_MS);
   py.runPython('import sys; sys.dont_write_bytecode = False');
+  if (stdlibCode) hookStdlib(py, dir, true);
   let stored = null;
   return () => {
     if (!stored) {
       py.runPython('import sys; sys.dont_write_bytecode = True');
+      if (stdlibCode) saveStdlib(py, dir);
       stored = writeSite(key, readTree(py.FS, dir));
     }
     return stored;

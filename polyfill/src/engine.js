@@ -39,7 +39,8 @@ export function createEngine({post, close, switches}) {
   // ?native=0 keeps the C kernels (py_core/kernels/native) off, ?plan=0 runs every step from Python (no compiled
   // plan: py_core/compiler/plan.py), ?blas=0 never loads SciPy's BLAS, ?unzip=0
   // unpacks the wheels with CPython's zipfile instead of in JavaScript, ?sitecache=0 neither restores nor stores
-  // site-packages with its .pyc in Cache Storage (polyfill/src/sitecache.js), ?direct=0 writes, reads and
+  // site-packages with its .pyc in Cache Storage (polyfill/src/sitecache.js), ?stdlibcode=0 keeps the standard
+  // library's compiled code out of it (polyfill/src/stdlibpyc.js), ?direct=0 writes, reads and
   // dispatches through Python (direct mode off, see above), ?unpack=0
   // installs NumPy and the core wheel with loadPackage (polyfill/src/wheels.js). Read from the worker script's
   // own URL (worker.js), which may run from a blob URL that imports it (polyfill/src/spawn.js).
@@ -80,6 +81,7 @@ export function createEngine({post, close, switches}) {
       snapshot: {use: plain, make: plain, store: !msg.handoff}, numpy: true,
       wheels: [{url: msg.coreWheelURL, sha256: msg.coreWheelSha256}], unpack: switches.get('unpack') !== '0',
       unzip: switches.get('unzip') !== '0', siteCache: switches.get('sitecache') !== '0',
+      stdlibCode: switches.get('stdlibcode') !== '0',
       mark: (stage, info) => {
         stages[stage] = Math.round(performance.now() - t0);
         if (stage !== 'runtime') return;

@@ -84,7 +84,7 @@ export class Runtime {
     this.handoff = null;  // 20 MB: not kept once used
     const {py, snapshot, wheels, storeSite} = await bootPyodide({indexURL: this.config.pyodideURL,
       lockFileURL: this.config.lockFileURL, unzip: this.config.unzip !== false,
-      siteCache: this.config.siteCache !== false,
+      siteCache: this.config.siteCache !== false, stdlibCode: this.config.stdlibCode !== false,
       snapshot: {use: true, make: true, given: handed.snapshot || null, givenNew: !!handed.made},
       wasmModule: handed.module || null,
       wheels: [{url: this.coreWheelURL, sha256: this.coreWheelSha256}],

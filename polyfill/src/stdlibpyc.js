@@ -1,0 +1,87 @@
+// The standard library's bytecode, kept in the site-packages cache entry (sitecache.js) next to NumPy's and the
+// core's .pyc.
+//
+// Pyodide's python_stdlib.zip holds sources only, and zipimport neither reads a __pycache__ nor writes one: every
+// module of the standard library imported after Pyodide's own start (the memory snapshot has those) was compiled
+// from source on every visit.  NumPy and the core import about 60 of them (dataclasses, json, ctypes, pickle,
+// platform, datetime, ...): under Node 0.2 s of CPU of `import numpy` + the core's import, the largest part that
+// was left once their own .pyc came from the cache.  zipimport compiles a source with its module-level function
+// `_compile_source(pathname, source)`; `hook` wraps it: a path whose source has the CRC-32 recorded with its code
+// gets that code object back, anything else is compiled as before (and, on a visit that stores the cache entry,
+// recorded).  `save` writes what was recorded as one marshal file into site-packages, before the entry is stored.
+// The modules stay zip imports in every other respect (__file__, __path__, __loader__ and what a package's
+// later imports find).  The file is read once, where the hook is installed; one that does not load is ignored.
+
+export const STDLIB_CODE_FILE = '_webnn_stdlib_code.marshal';  // in site-packages
+
+const HOOK = `def _webnn_stdlib_hook(path, record):
+    import marshal, zipimport, zlib
+    try:
+        with open(path, "rb") as f:
+            cached = marshal.load(f)
+        if not isinstance(cached, dict):
+            cached = {}
+    except Exception:  # none yet (a first visit), or a file that does not load: compile as usual
+        cached = {}
+    state = {"record": record, "compiled": {}}
+    original = getattr(zipimport._compile_source, "_webnn_original", zipimport._compile_source)
+
+    def _compile_source(pathname, source):
+        crc = zlib.crc32(source)
+        hit = cached.get(pathname)
+        if type(hit) is tuple and len(hit) == 2 and hit[0] == crc:
+            return hit[1]
+        code = original(pathname, source)
+        if state["record"]:
+            state["compiled"][pathname] = (crc, code)
+        return code
+
+    _compile_source._webnn_original = original
+    zipimport._compile_source = _compile_source
+    return len(cached), state
+
+
+def _webnn_stdlib_save(path, state):
+    import marshal
+    compiled, state["record"], state["compiled"] = state["compiled"], False, {}
+    with open(path, "wb") as f:
+        marshal.dump(compiled, f)
+    return len(compiled)
+`;
+
+const recorded = new WeakMap();  // py -> {ns, state}: the hook's namespace and its recording state (PyProxy)
+
+/** Install the hook in py: code from site-packages' STDLIB_CODE_FILE where its source matches; with `record`,
+ *  what is compiled is kept for save().  Returns how many code objects the file had. */
+export function hookStdlib(py, site, record) {
+  const ns = py.runPython('{}');
+  try {
+    py.runPython(HOOK, {globals: ns});
+    const hook = ns.get('_webnn_stdlib_hook');
+    const result = hook(`${site}/${STDLIB_CODE_FILE}`, record);
+    hook.destroy();
+    try {
+      if (record) recorded.set(py, {ns, state: result.get(1)});
+      return result.get(0);
+    } finally {
+      result.destroy();
+    }
+  } finally {
+    if (!record) ns.destroy();
+  }
+}
+
+/** Write what the hook recorded since hookStdlib(py, site, true) into site-packages; the count written. */
+export function saveStdlib(py, site) {
+  const r = recorded.get(py);
+  if (!r) return 0;
+  recorded.delete(py);
+  const save = r.ns.get('_webnn_stdlib_save');
+  try {
+    return save(`${site}/${STDLIB_CODE_FILE}`, r.state);
+  } finally {
+    save.destroy();
+    r.state.destroy();
+    r.ns.destroy();
+  }
+}
