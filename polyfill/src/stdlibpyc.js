@@ -9,13 +9,16 @@
 // `_compile_source(pathname, source)`; `hook` wraps it: a path whose source has the CRC-32 recorded with its code
 // gets that code object back, anything else is compiled as before (and, on a visit that stores the cache entry,
 // recorded).  `save` writes what was recorded as one marshal file into site-packages, before the entry is stored.
+// The same for the methods `dataclasses` writes as source text and compiles with exec for every class it decorates
+// (__init__, __repr__, __eq__, __hash__, __setattr__...: about 100 compiles for the core's 24 dataclasses): the
+// hook gives that module an exec that looks the text up first.
 // The modules stay zip imports in every other respect (__file__, __path__, __loader__ and what a package's
 // later imports find).  The file is read once, where the hook is installed; one that does not load is ignored.
 
 export const STDLIB_CODE_FILE = '_webnn_stdlib_code.marshal';  // in site-packages
 
 const HOOK = `def _webnn_stdlib_hook(path, record):
-    import marshal, zipimport, zlib
+    import builtins, marshal, sys, zipimport, zlib
     try:
         with open(path, "rb") as f:
             cached = marshal.load(f)
@@ -36,8 +39,24 @@ const HOOK = `def _webnn_stdlib_hook(path, record):
             state["compiled"][pathname] = (crc, code)
         return code
 
+    def _exec(source, globals=None, locals=None, /):
+        # dataclasses' own exec: each generated method's text compiled once, then kept under that text
+        if type(source) is str:
+            key = ("exec", source)
+            code = cached.get(key)
+            if type(code) is not type(_exec.__code__):
+                code = compile(source, "<string>", "exec")
+                if state["record"]:
+                    state["compiled"][key] = code
+            source = code
+        if globals is None:
+            globals = sys._getframe(1).f_globals
+        return builtins.exec(source, globals, locals)
+
     _compile_source._webnn_original = original
     zipimport._compile_source = _compile_source
+    import dataclasses  # from here on through the hook above
+    dataclasses.exec = _exec
     return len(cached), state
 
 

@@ -2,7 +2,8 @@
 each Pyodide's site-packages with the .pyc CPython wrote while importing (the worker's: NumPy and the core; the
 page's: the core); the next visit restores them instead of installing the wheels; a damaged entry (its bytes no
 longer match its sha256, or they do but do not parse) is dropped, the wheels are installed again and a fresh entry
-is stored; ?sitecache=0 neither reads nor stores one."""
+is stored; ?sitecache=0 neither reads nor stores one; ?stdlibcode=0 stores them without the standard library's
+compiled code."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ pytestmark = pytest.mark.browser
 
 BOOT_MS = 240_000
 CACHE = "webnn-polyfill-site"
+STDLIB_CODE = "_webnn_stdlib_code.marshal"
 
 # (want: wait, with the page open, until that many entries are stored: the worker stores its own in the
 # background after its imports, and a page closed at once ends the worker with it)
@@ -108,6 +110,8 @@ def test_site_packages_come_back_from_the_cache_and_a_damaged_entry_is_replaced(
         assert any(p.startswith("py_core/bridge/__pycache__/pyodide_glue.") for p in worker)
         assert any(p.startswith("py_core/bridge/__pycache__/builder_host.") for p in page)
         assert not any(p.startswith("numpy/") for p in page)
+        # and the standard library's code both imported from python_stdlib.zip (polyfill/src/stdlibpyc.js)
+        assert STDLIB_CODE in worker and STDLIB_CODE in page
 
         again = _visit(context, url)
         assert again["numpy"] == "cached"
@@ -139,5 +143,17 @@ def test_sitecache_0_neither_reads_nor_stores(browser: Any, dev_server: str) -> 
         page, _ = open_page(context, _plain(url), BOOT_MS)
         assert page.evaluate(f"async () => (await (await caches.open('{CACHE}')).keys()).length") == 0
         page.close()
+    finally:
+        context.close()
+
+
+def test_stdlibcode_0_stores_no_standard_library_code(browser: Any, dev_server: str) -> None:
+    context = browser.new_context()
+    try:
+        url = f"{dev_server}/perf/?stdlibcode=0"
+        assert _visit(context, url, 2)["numpy"] == "unzipped"
+        entries = _entries(context, url, 2)
+        assert len(entries) == 2 and not any(STDLIB_CODE in e["paths"] for e in entries.values())
+        assert _visit(context, url)["numpy"] == "cached"
     finally:
         context.close()
