@@ -66,5 +66,9 @@ export function readConfig() {
     workerURL: new URL('webnn-worker.js', base).href,
   };
   // strict: the draft's behaviour where Chromium differs (docs/compatibility.md); default false: Chromium's
-  return {scriptURL: script, baseURL: base, install: installMode(), strict: strictMode(), ...urls, ...overrides};
+  // boot: 'eager' (data-boot="eager") starts Pyodide, NumPy and the core as this script runs, as
+  // webnnPolyfill.boot() would, instead of at the first createContext()
+  const boot = scriptAttribute('data-boot') || 'lazy';
+  return {scriptURL: script, baseURL: base, install: installMode(), strict: strictMode(), boot, ...urls,
+    ...overrides};
 }
