@@ -41,6 +41,7 @@ dc, js = "/lib/python312.zip/dataclasses.py", "/lib/python312.zip/json/__init__.
 d[dc] = (d[dc][0], compile("MARKER = 'cached'", dc, "exec"))
 d[js] = (d[js][0] ^ 1, compile("MARKER = 'cached'", js, "exec"))
 marshal.dump(d, open(PATH, "wb"))`;
+const markers = 'import dataclasses, json\\n[getattr(dataclasses, "MARKER", None), getattr(json, "MARKER", None)]';
 const check = `import dataclasses, json, marshal
 @dataclasses.dataclass(frozen=True)
 class P:
@@ -57,7 +58,7 @@ for (const variant of ['plain', 'doctored', 'garbage']) {
   py.globals.set('PATH', file);
   if (variant === 'doctored') py.runPython(doctor);
   const count = hookStdlib(py, dir, false);
-  const got = py.runPython(variant === 'doctored' ? 'import dataclasses, json\\n[getattr(dataclasses, "MARKER", None), getattr(json, "MARKER", None)]' : check);
+  const got = py.runPython(variant === 'doctored' ? markers : check);
   out[variant] = {count, got: got.toJs()};
   got.destroy();
 }
