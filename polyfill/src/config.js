@@ -66,9 +66,5 @@ export function readConfig() {
     workerURL: new URL('webnn-worker.js', base).href,
   };
   // strict: the draft's behaviour where Chromium differs (docs/compatibility.md); default false: Chromium's
-  // boot: 'eager' (data-boot="eager") starts Pyodide, NumPy and the core as this script runs, as
-  // webnnPolyfill.boot() would, instead of at the first createContext()
-  const boot = scriptAttribute('data-boot') || 'lazy';
-  return {scriptURL: script, baseURL: base, install: installMode(), strict: strictMode(), boot, ...urls,
-    ...overrides};
+  return {scriptURL: script, baseURL: base, install: installMode(), strict: strictMode(), ...urls, ...overrides};
 }

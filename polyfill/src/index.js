@@ -98,8 +98,6 @@ function install() {
   }
   routeGlobals(nativeClasses, classes, api.installed);
   Object.defineProperty(globalThis, 'webnnPolyfill', {value: Object.freeze(api), configurable: true});
-  // config.boot 'eager': start now; a failure here is the first createContext()'s to report (it boots again)
-  if (config.boot === 'eager' && !refused) runtime.boot().catch(() => {});
   return api;
 }
 
