@@ -3,17 +3,18 @@
 //
 // Pyodide's python_stdlib.zip holds sources only, and zipimport neither reads a __pycache__ nor writes one: every
 // module of the standard library imported after Pyodide's own start (the memory snapshot has those) was compiled
-// from source on every visit.  NumPy and the core import about 60 of them (dataclasses, json, ctypes, pickle,
-// platform, datetime, ...): under Node 0.2 s of CPU of `import numpy` + the core's import, the largest part that
-// was left once their own .pyc came from the cache.  zipimport compiles a source with its module-level function
-// `_compile_source(pathname, source)`; `hook` wraps it: a path whose source has the CRC-32 recorded with its code
-// gets that code object back, anything else is compiled as before (and, on a visit that stores the cache entry,
-// recorded).  `save` writes what was recorded as one marshal file into site-packages, before the entry is stored.
-// The same for the methods `dataclasses` writes as source text and compiles with exec for every class it decorates
-// (__init__, __repr__, __eq__, __hash__, __setattr__...: about 100 compiles for the core's 24 dataclasses): the
-// hook gives that module an exec that looks the text up first.
-// The modules stay zip imports in every other respect (__file__, __path__, __loader__ and what a package's
-// later imports find).  The file is read once, where the hook is installed; one that does not load is ignored.
+// from source on every visit.  NumPy and the core import 13 of them (dataclasses, pickle, platform, json, ctypes,
+// numbers, ...): compiling them took 156-208 ms in Pyodide under Node (docs/performance.md).  zipimport compiles a
+// source with its module-level function `_compile_source(pathname, source)`; hookStdlib wraps it: a path whose
+// source has the CRC-32 recorded with its code gets that code object back, anything else is compiled as before
+// (and, on a visit that stores the cache entry, recorded).  saveStdlib writes what was recorded as one marshal
+// file into site-packages, before the entry is stored.  The same for the methods `dataclasses` writes as source
+// text and compiles with exec for every class it decorates (__init__, __repr__, __eq__, __hash__, __setattr__...:
+// about 100 compiles for the core's 24 dataclasses): the hook gives that module an exec that looks the text up
+// first.  The modules stay zip imports in every other respect (__file__, __path__, __loader__ and what a
+// package's later imports find).  The file is read once, where the hook is installed; one that does not load is
+// ignored.  It is as trustworthy as the entry it came in (its sha256 is checked, its key holds the Pyodide
+// version, so the bytecode is always this CPython's).
 
 export const STDLIB_CODE_FILE = '_webnn_stdlib_code.marshal';  // in site-packages
 
