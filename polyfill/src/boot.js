@@ -11,6 +11,7 @@
 import {importPyodide, inServiceWorker} from './load-pyodide.js';
 import {prefetchSnapshot, startPyodide} from './snapshot.js';
 import {installNumpy, installWheel, numpyLockEntry} from './wheels.js';
+import {STDLIB_CODE_FILE, hookStdlib, saveStdlib} from './stdlibpyc.js';
 import {SITE_MTIME_MS, forgetListings, readSite, siteKey, sitePackagesOf, wheelPaths, wheelTree, writeSite,
   writeTree} from './sitecache.js';
 
@@ -37,6 +38,8 @@ function fetchable(indexURL) {
  *  siteCache     restore each wheel's files (with their .pyc) from Cache Storage (sitecache.js), read while
  *                Pyodide starts, or install it and let the caller store it with storeSite() once it has imported
  *                what it needs; siteScope names whose site-packages it is (the page's and the worker's differ)
+ *  stdlibCode    with siteCache: keep the standard library's compiled code (stdlibpyc.js) in the entry of the last
+ *                of `wheels` (or NumPy's without wheels), use it where that entry was restored
  *  mark(stage, info) called after 'script', 'runtime' (info: {snapshot, snapshotBytes, wasmModule}), 'numpy', 'wheels'
  *                (each when installed) and 'packages'; with siteCache also 'siteOpen', 'siteRead', 'siteChecked'
  * Resolves to {py, version, snapshot: 'handed'|'loaded'|'made'|'none', snapshotBytes, wasmModule,
@@ -47,7 +50,8 @@ function fetchable(indexURL) {
  */
 export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}, stderr = () => {}, args,
   snapshot = {use: false, make: false}, wasmModule = null, numpy = false, wheels = [], packages = [],
-  unpack = true, unzip = true, siteCache = false, siteScope = 'pyodide', early = true, mark = () => {}} = {}) {
+  unpack = true, unzip = true, siteCache = false, siteScope = 'pyodide', early = true, stdlibCode = true,
+  mark = () => {}} = {}) {
   const viaFetch = unpack && fetchable(indexURL);
   // (Fetching the wheels while Pyodide starts was tried: Firefox's snapshot restore in the worker took 0.4-0.6 s
   // longer beside the downloads and digests, more than they cost after it.)
@@ -57,7 +61,7 @@ export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}
   if (early && snapshot.use && !snapshot.given && version && fetchable(indexURL)) {
     snapshot = {...snapshot, cached: prefetchSnapshot(indexURL, version)};
   }
-  const site = siteCache && viaFetch ? new SiteEntries(indexURL, version, siteScope, mark) : null;
+  const site = siteCache && viaFetch ? new SiteEntries(indexURL, version, siteScope, stdlibCode, mark) : null;
   // the cache entries are read (and their sha256 checked) while Pyodide starts: I/O and digests off this thread
   if (site && version && early) {
     site.prefetch(numpy && lockSha256(lockFileURL || new URL('pyodide-lock.json', indexURL).href), wheels);
@@ -123,15 +127,32 @@ function lockSha256(url) {
 
 const notStored = async () => ({stored: Promise.resolve(false)});
 
+// the standard library's code cache is an optimisation: a failure there costs its gain, never the boot
+function stdlib(run) {
+  try {
+    run();
+  } catch (e) {
+    console.warn(`WebNN polyfill: standard library code cache: ${e && e.message ? e.message : e}`);
+  }
+}
+
 const isSha256 = (h) => /^[0-9a-f]{64}$/.test(h || '');
 
 // The cached site-packages entries of one Pyodide, one per wheel ('numpy' and each of `wheels`): read early
 // (prefetch), written into the file system once Pyodide runs (restore), stored for those installed instead
 // (prepareStore).  A part is {sha256, key, files (a promise: [{path, data}] or null), restored, tops (set by the
-// install: the wheel's top-level names), stored}.
+// install: the wheel's top-level names), stored}.  With stdlibCode, one part, the carrier (the last of `wheels`,
+// or NumPy's without wheels: the core's, stored last, once everything the boot imports is imported), also holds
+// the standard library's compiled code (stdlibpyc.js STDLIB_CODE_FILE): where the carrier was restored, the hook
+// uses that file; where the carrier is stored, the hook records from the installs on and the file is written just
+// before the carrier's files are read, so it holds what NumPy's and the core's imports compiled.
 class SiteEntries {
-  constructor(indexURL, version, scope, mark) {
-    Object.assign(this, {indexURL, version, scope, mark, early: null, parts: null});
+  constructor(indexURL, version, scope, stdlibCode, mark) {
+    Object.assign(this, {indexURL, version, scope, stdlibCode, mark, early: null, parts: null});
+  }
+
+  static carrier(parts) {
+    return parts.wheels.length ? parts.wheels[parts.wheels.length - 1] : parts.numpy;
   }
 
   #part(version, sha256, files = null) {
@@ -171,6 +192,10 @@ class SiteEntries {
       }
     });
     if (all.some((p) => p.restored)) forgetListings(py);
+    const carrier = SiteEntries.carrier(parts);
+    if (this.stdlibCode && carrier && carrier.restored && py.FS.analyzePath(`${dir}/${STDLIB_CODE_FILE}`).exists) {
+      stdlib(() => hookStdlib(py, dir, false));  // before anything is imported
+    }
     if (parts.numpy && parts.numpy.restored) py.loadedPackages.numpy = 'pyodide-webnn (cached site-packages)';
     this.parts = parts;
     return parts;
@@ -190,10 +215,19 @@ class SiteEntries {
       for (const path of wheelPaths(py.FS, dir, part.tops)) py.FS.utime(`${dir}/${path}`, SITE_MTIME_MS, SITE_MTIME_MS);
     }
     py.runPython('import sys; sys.dont_write_bytecode = False');
+    const carrier = this.stdlibCode && pending.includes(SiteEntries.carrier(this.parts))
+      ? SiteEntries.carrier(this.parts) : null;
+    if (carrier) stdlib(() => hookStdlib(py, dir, true));
     return async (which = ['numpy', 'wheels']) => {
       const now = which.flatMap((g) => groups[g] || []).filter((p) => pending.includes(p));
       for (const part of now) {
-        if (!part.writing) part.writing = writeSite(part.key, wheelTree(py.FS, dir, part.tops));
+        if (part.writing) continue;
+        let tops = part.tops;
+        if (part === carrier) {
+          stdlib(() => saveStdlib(py, dir));
+          tops = [...tops, STDLIB_CODE_FILE];
+        }
+        part.writing = writeSite(part.key, wheelTree(py.FS, dir, tops));
       }
       if (pending.every((p) => p.writing)) py.runPython('import sys; sys.dont_write_bytecode = True');
       const writes = await Promise.all(now.map((p) => p.writing));

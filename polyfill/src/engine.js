@@ -7,6 +7,7 @@
 import {bootPyodide} from './boot.js';
 import {byteLengthOf} from './buffers.js';
 import {installWheel} from './wheels.js';
+import {stdlibUsed} from './stdlibpyc.js';
 import {createSplit} from './split.js';
 
 // Direct mode (#16 line 2: the 1-op write + dispatch + read round trip). writeTensor and readTensor call no
@@ -39,7 +40,8 @@ export function createEngine({post, close, switches}) {
   // ?native=0 keeps the C kernels (py_core/kernels/native) off, ?plan=0 runs every step from Python (no compiled
   // plan: py_core/compiler/plan.py), ?blas=0 never loads SciPy's BLAS, ?unzip=0
   // unpacks the wheels with CPython's zipfile instead of in JavaScript, ?sitecache=0 neither restores nor stores
-  // site-packages with its .pyc in Cache Storage (polyfill/src/sitecache.js), ?early=0 starts Pyodide's steps one
+  // site-packages with its .pyc in Cache Storage (polyfill/src/sitecache.js), ?stdlibcode=0 keeps the standard
+  // library's compiled code out of it (polyfill/src/stdlibpyc.js), ?early=0 starts Pyodide's steps one
   // after another (boot.js startEarly: no early import, compile or cache reads), ?direct=0 writes, reads and
   // dispatches through Python (direct mode off, see above), ?unpack=0
   // installs NumPy and the core wheel with loadPackage (polyfill/src/wheels.js). Read from the worker script's
@@ -81,7 +83,7 @@ export function createEngine({post, close, switches}) {
       snapshot: {use: plain, make: plain, store: !msg.handoff}, numpy: true,
       wheels: [{url: msg.coreWheelURL, sha256: msg.coreWheelSha256}], unpack: switches.get('unpack') !== '0',
       unzip: switches.get('unzip') !== '0', siteCache: switches.get('sitecache') !== '0', siteScope: 'worker',
-      early: switches.get('early') !== '0',
+      early: switches.get('early') !== '0', stdlibCode: switches.get('stdlibcode') !== '0',
       mark: (stage, info) => {
         stages[stage] = Math.round(performance.now() - t0);
         if (stage !== 'runtime') return;
@@ -107,7 +109,8 @@ export function createEngine({post, close, switches}) {
     stored('wheels')(await booted.storeSite(['wheels']));  // the core wheel's, likewise
     stages.core = Math.round(performance.now() - t0);
     progress('worker-core', 'core loaded');
-    return {ok: true, snapshot: booted.snapshot, numpy: booted.numpy, wheels: booted.wheels, stages};
+    return {ok: true, snapshot: booted.snapshot, numpy: booted.numpy, wheels: booted.wheels, stages,
+      stdlibCode: stdlibUsed(pyodide)};
   }
 
   // The page's Pyodide starts once this one runs, from what this one has: the compiled pyodide.asm.wasm and the

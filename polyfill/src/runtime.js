@@ -6,6 +6,7 @@
 import {errorFromJson} from './errors.js';
 import {WorkerClient} from './rpc.js';
 import {bootPyodide} from './boot.js';
+import {stdlibUsed} from './stdlibpyc.js';
 
 // the page's Pyodide waits at most this long for the worker's to start and hand it its compiled wasm and
 // snapshot (a cold first visit takes 3-4 s here, much longer on a loaded machine; a worker that fails
@@ -90,6 +91,7 @@ export class Runtime {
     const {py, snapshot, wheels, storeSite} = await bootPyodide({indexURL: this.config.pyodideURL,
       lockFileURL: this.config.lockFileURL, unzip: this.config.unzip !== false,
       siteCache: this.config.siteCache !== false, siteScope: 'page', early: this.config.early !== false,
+      stdlibCode: this.config.stdlibCode !== false,
       snapshot: {use: true, make: true, given: handed.snapshot || null, givenNew: !!handed.made},
       wasmModule: handed.module || null,
       wheels: [{url: this.coreWheelURL, sha256: this.coreWheelSha256}],
@@ -104,6 +106,8 @@ export class Runtime {
     const mod = py.pyimport('py_core.bridge.builder_host');
     this.host = mod.HOST;
     this.callJson = this.host.call_json;
+    // compiles of the standard library answered from the site cache's stored code (stdlibpyc.js)
+    this.timings.stdlibCode = {...this.timings.stdlibCode, page: stdlibUsed(py)};
     page.core = Math.round(performance.now() - t0);
     this.timings.page = page;  // ms on this page's clock since its Pyodide started booting
     this.#progress('page-core', 'graph builder ready');
@@ -129,7 +133,10 @@ export class Runtime {
     // 'loadPackage' (fallback)
     if (ready && ready.numpy) this.timings.numpy = ready.numpy;
     if (ready && ready.wheels) this.timings.wheels = {...this.timings.wheels, worker: ready.wheels};
-    if (ready && ready.stages) this.timings.worker = ready.stages;  // ms on the worker's own clock
+    if (ready && ready.stages) this.timings.worker = ready.stages;
+    if (ready && ready.stdlibCode !== undefined) {
+      this.timings.stdlibCode = {...this.timings.stdlibCode, worker: ready.stdlibCode};
+    }  // ms on the worker's own clock
     this.worker = worker;
     return worker;
   }

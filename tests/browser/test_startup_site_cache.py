@@ -3,7 +3,9 @@ one entry per wheel and Pyodide with the .pyc CPython wrote while importing (the
 after `import numpy`, and the core's; the page's: the core's); the next visit restores them instead of installing
 the wheels, also when the first closed as soon as its graph had run (the bench's visits); a damaged entry (its
 bytes no longer match its sha256, or they do but do not parse) is dropped, that wheel is installed again and a
-fresh entry is stored; ?sitecache=0 neither reads nor stores one."""
+fresh entry is stored; ?sitecache=0 neither reads nor stores one.  The core's entries also hold the standard
+library's code compiled during the imports (polyfill/src/stdlibpyc.js), which the next visit's Pyodides use;
+?stdlibcode=0 stores the entries without it."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ pytestmark = pytest.mark.browser
 
 BOOT_MS = 240_000
 CACHE = "webnn-polyfill-site"
+STDLIB_CODE = "_webnn_stdlib_code.marshal"
 
 # (want: wait, with the page open, until that many entries are stored: each is stored in the background, and a
 # page closed at once ends the worker with it)
@@ -33,7 +36,7 @@ VISIT = """async (want) => {
   const t = webnnPolyfill.bootTimings;
   const cache = await caches.open('@CACHE@');
   for (let i = 0; i < 400 && (await cache.keys()).length < want; i++) await new Promise((r) => setTimeout(r, 50));
-  return {y, numpy: t.numpy, wheels: t.wheels};
+  return {y, numpy: t.numpy, wheels: t.wheels, stdlibCode: t.stdlibCode};
 }""".replace("@CACHE@", CACHE)
 
 # the entries stored (polled: both Pyodides store theirs in the background), each as its files' paths, and
@@ -119,6 +122,11 @@ def test_site_packages_come_back_from_the_cache_and_a_damaged_entry_is_replaced(
         assert any(p.startswith("py_core/bridge/__pycache__/pyodide_glue.") for p in core)
         assert any(p.startswith("py_core/bridge/__pycache__/builder_host.") for p in page)
         assert not any(p.startswith("numpy") for p in core + page)
+        # the standard library's code compiled during NumPy's and the core's imports, in the core's entries, and
+        # what the second visit's Pyodides took from them instead of compiling (page: its core's imports)
+        assert STDLIB_CODE in core and STDLIB_CODE in page and STDLIB_CODE not in numpy
+        assert again["stdlibCode"]["worker"] >= 20 and again["stdlibCode"]["page"] >= 10, again["stdlibCode"]
+        assert first["stdlibCode"] == {"page": 0, "worker": 0}
 
         # bytes that no longer match its sha256; bytes that match a recomputed one but do not parse
         for mode in ("flipped", "unparsable"):
@@ -128,8 +136,10 @@ def test_site_packages_come_back_from_the_cache_and_a_damaged_entry_is_replaced(
             after = _visit(context, url, 3)
             assert after["numpy"] == "unzipped", mode  # dropped, installed from the wheel
             assert after["wheels"] == {"page": "cached", "worker": "cached"}, mode  # the core's entries kept
+            assert after["stdlibCode"]["worker"] >= 20, mode  # with the standard library's code
             stored = _entries(context, url, 3)
             assert numpy_key in stored and stored[numpy_key]["intact"], mode  # stored afresh
+            assert STDLIB_CODE not in stored[numpy_key]["paths"] and STDLIB_CODE in stored[core_key]["paths"], mode
         assert _visit(context, url)["numpy"] == "cached"
     finally:
         context.close()
@@ -146,5 +156,18 @@ def test_sitecache_0_neither_reads_nor_stores(browser: Any, dev_server: str) -> 
         page, _ = open_page(context, _plain(url), BOOT_MS)
         assert page.evaluate(f"async () => (await (await caches.open('{CACHE}')).keys()).length") == 0
         page.close()
+    finally:
+        context.close()
+
+
+def test_stdlibcode_0_stores_no_standard_library_code(browser: Any, dev_server: str) -> None:
+    context = browser.new_context()
+    try:
+        url = f"{dev_server}/perf/?stdlibcode=0"
+        assert _visit(context, url, 3)["numpy"] == "unzipped"
+        entries = _entries(context, url, 3)
+        assert len(entries) == 3 and not any(STDLIB_CODE in e["paths"] for e in entries.values())
+        again = _visit(context, url)
+        assert again["numpy"] == "cached" and again["stdlibCode"] == {"page": 0, "worker": 0}
     finally:
         context.close()
