@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -42,11 +43,40 @@ def visit(context: Any, url: str, case: str) -> dict[str, Any]:
     return out
 
 
+def cpu_ms(marker: str) -> float:
+    """CPU time (user + system, ms) of the processes whose command line holds `marker` (Chromium's profile folder)
+    and of all their descendants so far: the work of one visit, which the shared machine's load does not move
+    as it moves the wall clock."""
+    procs: dict[int, tuple[int, float]] = {}  # pid -> (ppid, cpu ms)
+    roots = set()
+    tick = 1000 / os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        procs[int(entry.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) * tick)
+        if marker.encode() in cmdline:
+            roots.add(int(entry.name))
+    total = 0.0
+    for pid, (_, ms) in procs.items():
+        p, seen = pid, 0
+        while p and p not in roots and seen < 64:
+            p, seen = procs.get(p, (0, 0.0))[0], seen + 1
+        if p in roots:
+            total += ms
+    return total
+
+
 def stages(bt: dict[str, Any]) -> str:
     w = bt.get("worker") or {}
     p = bt.get("page") or {}
-    keys = ("script", "runtime", "siteOpen", "siteRead", "siteChecked", "numpy", "wheels", "packages", "numpyImport",
-            "core")
+    keys = ("script", "snapshotFetched", "runtime", "siteOpen", "siteRead", "siteChecked", "numpy", "wheels",
+            "packages", "numpyImport", "core")
     ws = " ".join(f"{k}={w[k]}" for k in keys if k in w)
     ps = " ".join(f"{k}={p[k]}" for k in keys if k in p)
     top = " ".join(f"{k}={bt[k]}" for k in ("page-runtime", "page-core", "worker-runtime", "worker-core")
@@ -63,6 +93,8 @@ def main() -> int:
     ap.add_argument("--case", default="chain1")
     ap.add_argument("--json", type=Path, help="write every visit's answer here")
     ap.add_argument("--other-root", type=Path, help='repository root served for "other:" variants')
+    ap.add_argument("--chromium-arg", action="append", default=[],
+                    help="an extra Chromium switch, e.g. --js-flags=--no-wasm-dynamic-tiering (repeatable)")
     a = ap.parse_args()
     variants = a.variants.split(",")
     models()  # the graphs (scripts/bench_models.py), generated on first use
@@ -79,14 +111,17 @@ def main() -> int:
                     if browser == "chromium":
                         with tempfile.TemporaryDirectory(prefix="bench-profile-") as profile:
                             for label in ("cold", "warm"):
-                                ctx = pw.chromium.launch_persistent_context(profile, **launch_args("chromium"))
+                                kw = launch_args("chromium")
+                                kw["args"] = kw.get("args", []) + a.chromium_arg
+                                ctx = pw.chromium.launch_persistent_context(profile, **kw)
                                 try:
                                     rows.append({"round": r, "browser": browser, "variant": v, "visit": label,
-                                                 **visit(ctx, url, a.case)})
+                                                 **visit(ctx, url, a.case), "cpuMs": cpu_ms(profile)})
                                 finally:
                                     ctx.close()
                                 print(f"{browser:8} {v or 'default':14} {label} {rows[-1]['builtMs']:7.0f} ms  "
-                                      f"{stages(rows[-1]['bootTimings'])}", flush=True)
+                                      f"cpu {rows[-1]['cpuMs']:6.0f} ms  {stages(rows[-1]['bootTimings'])}",
+                                      flush=True)
                     else:
                         b = getattr(pw, browser).launch(**launch_args(browser))
                         try:
@@ -105,9 +140,12 @@ def main() -> int:
             for label in ("cold", "warm"):
                 xs = [x["builtMs"] for x in rows if x["browser"] == browser and x["variant"] == v
                       and x["visit"] == label]
+                cpu = [x["cpuMs"] for x in rows if x["browser"] == browser and x["variant"] == v
+                       and x["visit"] == label and "cpuMs" in x]
                 if xs:
                     print(f"{browser:8} {v or 'default':14} {label}: {statistics.median(xs):7.0f} / "
-                          f"{min(xs):7.0f}  ({', '.join(f'{x:.0f}' for x in xs)})")
+                          f"{min(xs):7.0f}  ({', '.join(f'{x:.0f}' for x in xs)})"
+                          + (f"  browser CPU {statistics.median(cpu):.0f} / {min(cpu):.0f}" if cpu else ""))
     if a.json:
         a.json.write_text(json.dumps(rows, indent=1))
     return 0

@@ -26,8 +26,9 @@ function fetchable(indexURL) {
  *  indexURL      Pyodide's folder (a URL, or a path ending in '/' under Node)
  *  lockFileURL   a lock file other than indexURL's own (the dist package's)
  *  env, stdout, stderr, args: loadPyodide's options (stdout/stderr default to silence)
- *  snapshot      {use, make, store, given, givenNew}: restore `given` snapshot bytes or the cached snapshot /
- *                take one when booting without, and store it (snapshot.js startPyodide)
+ *  snapshot      {use, make, store, given, givenNew, prebuilt}: restore `given` snapshot bytes, the cached
+ *                snapshot or the build's (`prebuilt`: {url, sha256, size}) / take one when booting without,
+ *                and store it (snapshot.js startPyodide)
  *  wasmModule    pyodide.asm.wasm already compiled (another Pyodide's, see shareWasm below)
  *  numpy         install NumPy
  *  wheels        [{url, sha256}] installed after (sha256: hex, checked before anything is unpacked)
@@ -37,8 +38,9 @@ function fetchable(indexURL) {
  *  siteCache     restore site-packages (with its .pyc) from Cache Storage (sitecache.js), or install the wheels
  *                and let the caller store it with storeSite() once it has imported what it needs
  *  mark(stage, info) called after 'script', 'runtime' (info: {snapshot, snapshotBytes, wasmModule}), 'numpy', 'wheels'
- *                (each when installed) and 'packages'; with siteCache also 'siteOpen', 'siteRead', 'siteChecked'
- * Resolves to {py, version, snapshot: 'handed'|'loaded'|'made'|'none', snapshotBytes, wasmModule,
+ *                (each when installed) and 'packages'; with siteCache also 'siteOpen', 'siteRead', 'siteChecked';
+ *                with a prebuilt snapshot 'snapshotFetched' (fetched and inflated)
+ * Resolves to {py, version, snapshot: 'handed'|'loaded'|'prebuilt'|'made'|'none', snapshotBytes, wasmModule,
  * numpy, wheels: 'cached'|'unzipped'|'unpacked'|'loadPackage'|null (how each was installed), storeSite: () =>
  * Promise<bool> (stores site-packages, sources and the .pyc written since, when it did not come from the cache;
  * call it after the imports)}: snapshotBytes and wasmModule (when known) can start another Pyodide.
@@ -58,7 +60,7 @@ export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}
   const wasm = shareWasm(indexURL, wasmModule);
   let started;
   try {
-    started = await startPyodide(loadPyodide, version, options, snapshot);
+    started = await startPyodide(loadPyodide, version, options, {...snapshot, mark});
   } finally {
     wasm.release();
   }
