@@ -33,43 +33,61 @@ from web.browsers import launch_args  # noqa: E402
 from web.settings import Settings  # noqa: E402
 
 
-def visit(context: Any, url: str, case: str) -> dict[str, Any]:
+def visit(context: Any, url: str, case: str, cpu_of: str = "") -> dict[str, Any]:
+    """perf.startup(case) on a new page of context; with cpu_of (Chromium's profile folder), also the browser's
+    CPU time so far (read before the page closes: its renderer process exits with it)."""
     page = context.new_page()
     page.set_default_timeout(PAGE_TIMEOUT_MS)
     page.goto(url)
     page.wait_for_function("() => window.perf && window.perf.ready")
     out = dict(page.evaluate("(name) => perf.startup(name)", case))
+    if cpu_of:
+        out["cpu"] = cpu_ms(cpu_of)
     page.close()
     return out
 
 
-def cpu_ms(marker: str) -> float:
+def cpu_ms(marker: str) -> dict[str, float]:
     """CPU time (user + system, ms) of the processes whose command line holds `marker` (Chromium's profile folder)
-    and of all their descendants so far: the work of one visit, which the shared machine's load does not move
-    as it moves the wall clock."""
-    procs: dict[int, tuple[int, float]] = {}  # pid -> (ppid, cpu ms)
+    and of all their descendants so far, in all (`total`) and per thread name (`DedicatedWorker`: the polyfill's
+    worker, `CrRendererMain`: the page, `ThreadPoolForeg`: among others V8's background compiles): the work of one
+    visit, which the shared machine's load does not move as it moves the wall clock."""
+    procs: dict[int, int] = {}  # pid -> ppid
+    threads: dict[int, list[tuple[str, float]]] = {}  # pid -> [(thread name, cpu ms)]
     roots = set()
     tick = 1000 / os.sysconf("SC_CLK_TCK")
+
+    def stat(path: Path) -> tuple[str, list[str]]:
+        text = path.read_text()
+        return text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
+
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            stat = (entry / "stat").read_text()
+            _, fields = stat(entry / "stat")
             cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
+            tasks = []
+            for task in (entry / "task").iterdir():
+                name, tf = stat(task / "stat")
+                tasks.append((name, (int(tf[11]) + int(tf[12])) * tick))
+        except (OSError, ValueError):
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        procs[int(entry.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) * tick)
+        procs[int(entry.name)] = int(fields[1])
+        threads[int(entry.name)] = tasks
         if marker.encode() in cmdline:
             roots.add(int(entry.name))
-    total = 0.0
-    for pid, (_, ms) in procs.items():
+    out: dict[str, float] = {"total": 0.0}
+    for pid in procs:
         p, seen = pid, 0
         while p and p not in roots and seen < 64:
-            p, seen = procs.get(p, (0, 0.0))[0], seen + 1
+            p, seen = procs.get(p, 0), seen + 1
         if p in roots:
-            total += ms
-    return total
+            for name, ms in threads[pid]:
+                out["total"] += ms
+                key = name.split(" ")[0].rstrip("0123456789")
+                out[key] = out.get(key, 0.0) + ms
+    return out
 
 
 def stages(bt: dict[str, Any]) -> str:
@@ -116,11 +134,14 @@ def main() -> int:
                                 ctx = pw.chromium.launch_persistent_context(profile, **kw)
                                 try:
                                     rows.append({"round": r, "browser": browser, "variant": v, "visit": label,
-                                                 **visit(ctx, url, a.case), "cpuMs": cpu_ms(profile)})
+                                                 **visit(ctx, url, a.case, profile)})
                                 finally:
                                     ctx.close()
+                                cpu = rows[-1]["cpu"]
                                 print(f"{browser:8} {v or 'default':14} {label} {rows[-1]['builtMs']:7.0f} ms  "
-                                      f"cpu {rows[-1]['cpuMs']:6.0f} ms  {stages(rows[-1]['bootTimings'])}",
+                                      f"cpu {cpu['total']:6.0f} ms (worker {cpu.get('DedicatedWorker', 0):.0f}, "
+                                      f"page {cpu.get('CrRendererMain', 0):.0f}, pool "
+                                      f"{cpu.get('ThreadPoolForeg', 0):.0f})  {stages(rows[-1]['bootTimings'])}",
                                       flush=True)
                     else:
                         b = getattr(pw, browser).launch(**launch_args(browser))
@@ -140,8 +161,8 @@ def main() -> int:
             for label in ("cold", "warm"):
                 xs = [x["builtMs"] for x in rows if x["browser"] == browser and x["variant"] == v
                       and x["visit"] == label]
-                cpu = [x["cpuMs"] for x in rows if x["browser"] == browser and x["variant"] == v
-                       and x["visit"] == label and "cpuMs" in x]
+                cpu = [x["cpu"]["total"] for x in rows if x["browser"] == browser and x["variant"] == v
+                       and x["visit"] == label and "cpu" in x]
                 if xs:
                     print(f"{browser:8} {v or 'default':14} {label}: {statistics.median(xs):7.0f} / "
                           f"{min(xs):7.0f}  ({', '.join(f'{x:.0f}' for x in xs)})"

@@ -175,6 +175,7 @@ async function restore(loadPyodide, options, bytes) {
     if (!wellFormed(b)) throw new Error('not a snapshot of this Pyodide (magic number or heap size)');
     return b;
   });
+  checked.catch(() => {});  // loadPyodide awaits it only after its script ran: not an unhandled rejection before
   const py = await loadPyodide({...options, _loadSnapshot: checked});
   // each restore of one snapshot would draw the same `random` numbers: seed it again from the browser's entropy
   // (os.urandom), as CPython's start did (Pyodide 0.27 imports it at start-up)

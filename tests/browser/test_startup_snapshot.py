@@ -130,31 +130,38 @@ def _damaged(mode: str, gz: bytes) -> bytes:
     return gzip.compress(bytes(raw), compresslevel=1)
 
 
+def _serve_damaged(context: Any, mode: str, asset: dict[str, Any], gz: bytes) -> list[str]:
+    """Routes context's snapshot asset to a damaged copy (the manifest names its sha256 where the mode says);
+    returns the list of URLs served from it."""
+    body = _damaged(mode, gz) if mode != "missing" else b""
+    served: list[str] = []
+
+    def snapshot(route: Any) -> None:
+        served.append(route.request.url)
+        if body:
+            route.fulfill(status=200, body=body, headers={"content-type": "application/gzip"})
+        else:
+            route.fulfill(status=404, body="not built")
+
+    def manifest(route: Any) -> None:
+        response = route.fetch()
+        m = json.loads(response.text())
+        assert m["snapshot"]["sha256"] == asset["sha256"]
+        if mode in ("truncated", "build-id"):
+            m["snapshot"]["sha256"] = hashlib.sha256(body).hexdigest()
+        route.fulfill(response=response, body=json.dumps(m))
+
+    context.route("**/pyodide-snapshot.bin.gz", snapshot)
+    context.route("**/core/manifest.json", manifest)
+    return served
+
+
 def test_a_damaged_build_snapshot_boots_as_without_it(browser: Any, browser_name: str, dev_server: str) -> None:
     wasms = {"handed"} if browser_name == "chromium" else {"compiled"}
     asset, gz = _asset()
     for mode in ("flipped", "truncated", "build-id", "missing"):
-        body = _damaged(mode, gz) if mode != "missing" else b""
-        served: list[str] = []
-
-        def snapshot(route: Any, body: bytes = body, served: list[str] = served) -> None:
-            served.append(route.request.url)
-            if not body:
-                route.fulfill(status=404, body="not built")
-            else:
-                route.fulfill(status=200, body=body, headers={"content-type": "application/gzip"})
-
-        def manifest(route: Any, body: bytes = body, mode: str = mode) -> None:
-            response = route.fetch()
-            m = json.loads(response.text())
-            assert m["snapshot"]["sha256"] == asset["sha256"]
-            if mode in ("truncated", "build-id"):
-                m["snapshot"]["sha256"] = hashlib.sha256(body).hexdigest()
-            route.fulfill(response=response, body=json.dumps(m))
-
         context = browser.new_context()
-        context.route("**/pyodide-snapshot.bin.gz", snapshot)
-        context.route("**/core/manifest.json", manifest)
+        served = _serve_damaged(context, mode, asset, gz)
         try:
             # the worker boots as without it and makes one, which the page stores
             assert _visit(context, f"{dev_server}/test/smoke.html", wasms) == {"page": "handed", "worker": "made"}, mode
