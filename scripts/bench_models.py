@@ -235,6 +235,11 @@ def tflite_graphs() -> dict[str, tuple[Any, str]]:
     return found
 
 
+# Bump when the set of cases or how one is made changes: a build/bench-models of an older revision is regenerated
+# (is_current), so a new case such as mobilenetv2_b4 does not need `--regen` on machines that ran the bench before.
+REVISION = 2
+
+
 def generate(out: Path, with_tflite: bool = True) -> dict[str, Any]:
     """Write <name>.json and <name>.bin (a graph file) for every case, <name>.onnx where ORT runs it too;
     return the index (also written as index.json)."""
@@ -264,15 +269,19 @@ def generate(out: Path, with_tflite: bool = True) -> dict[str, Any]:
         for name, (graph, path) in tflite_graphs().items():
             write(name, graph, tflite=path, kind="tflite")
     (out / "index.json").write_text(json.dumps(index, indent=1))
+    (out / "revision").write_text(f"{REVISION}\n")
     return index
 
 
 def is_current(out: Path) -> bool:
-    """Whether `out` holds an index whose graphs are in this checkout's graph-file format (an older build of
-    build/bench-models, in a format since replaced, is regenerated rather than failing in the page)."""
+    """Whether `out` holds this revision's cases in this checkout's graph-file format (an older build of
+    build/bench-models, with fewer cases or in a format since replaced, is regenerated rather than failing in the
+    page)."""
     from py_core.graphfile import FORMAT, VERSION
 
     try:
+        if (out / "revision").read_text().strip() != str(REVISION):
+            return False
         index = json.loads((out / "index.json").read_text())
         for entry in index.values():
             head = json.loads((out / entry["graph"]).read_text())

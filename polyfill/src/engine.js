@@ -264,10 +264,14 @@ export function createEngine({post, close, switches}) {
     // reads of the outputs reject with a dispatch's error until their next write or a dispatch that succeeds
     // (worker_host.WorkerHost.run_bound)
     const error = failed === undefined ? null : JSON.parse(failed);
-    const onOutputs = error && {name: 'OperationError', message: `dispatch failed: ${error.message}`};
+    const onOutputs = outputError(error);
     for (const t of bound.outputs) t.error = onOutputs;
     if (error) throw error;
     return undefined;
+  }
+  // what reads of a failed dispatch's outputs reject with (null: the dispatch succeeded)
+  function outputError(error) {
+    return error && {name: 'OperationError', message: `dispatch failed: ${error.message}`};
   }
   // A graph the compiled plan runs as one C call (py_core/compiler/plan.py DirectRun): made here, with no Python.
   // Its input and output buffers are its own: each input tensor's bytes are copied in, each output's out.
@@ -285,9 +289,9 @@ export function createEngine({post, close, switches}) {
     }
     const refused = c.fn(c.words, c.count, c.table);
     if (refused !== 0n && refused !== 0) {  // never, by construction (plan.py); said as a failed dispatch
-      const message = 'dispatch failed: the compiled plan refused an instruction';
-      for (const t of bound.outputs) t.error = {name: 'OperationError', message};
-      throw {name: 'OperationError', message};
+      const onOutputs = outputError({message: 'the compiled plan refused an instruction'});
+      for (const t of bound.outputs) t.error = onOutputs;
+      throw onOutputs;
     }
     heap = pyodide._module.HEAPU8;
     for (const [t, at, n] of c.outputs) {
@@ -381,7 +385,7 @@ export function createEngine({post, close, switches}) {
   const split = createSplit({pyodide: () => pyodide, glue: () => glue, unwrap, switches, takeBytes,
     outputsDone: (outputs, error) => {
       if (!direct) return;
-      const onOutputs = error && {name: 'OperationError', message: `dispatch failed: ${error.message}`};
+      const onOutputs = outputError(error);
       for (const tid of Object.values(JSON.parse(outputs))) {
         const t = direct.tensors.get(tid);
         if (t) t.error = onOutputs;

@@ -183,7 +183,8 @@ export async function linkSplit(runtime, worker, raw, gid) {
 
 // counters that add up over workers; the rest (native, blas) are the first worker's
 const SUMMED = ['graphs', 'tensors', 'tensorBytes', 'wasmBytes', 'pyObjects', 'mallocArena', 'mallocInUse',
-  'mallocFree', 'splitGraphs', 'splitPeerGraphs', 'splitServed', 'splitPartsOnPeer', 'splitPartsHere'];
+  'mallocFree', 'splitGraphs', 'splitPeerGraphs', 'splitServed', 'splitPartsOnPeer', 'splitPartsHere', 'adopted',
+  'cRuns'];
 
 /** webnnPolyfill.workerStats(): the first worker's stats, counters summed over every worker, `workers` running. */
 export async function poolStats(runtime) {

@@ -341,8 +341,8 @@ class CompiledPlan:
     def entry(self, arr: np.ndarray | None = None) -> int:
         """A new table entry: fixed at `arr`'s address, or written per run (arr None)."""
         if arr is not None:
-            if arr.dtype != F32_DTYPE or not arr.flags.c_contiguous:
-                raise PlanError("plan: a fixed buffer must be contiguous float32")
+            if arr.dtype not in (F32_DTYPE, np.int32) or not arr.flags.c_contiguous:
+                raise PlanError("plan: a fixed buffer must be contiguous float32 (or int32: resample's tables)")
             self.keep.append(arr)
             self.addresses.append(arr.__array_interface__["data"][0])
         else:
@@ -495,7 +495,8 @@ def build_plan(prog: Program, release: Sequence[Sequence[int]], slot: dict[int, 
     def const(arr: np.ndarray) -> int:
         key = id(arr)
         if key not in const_entry:
-            a = np.ascontiguousarray(arr, dtype=F32_DTYPE)
+            # int32 stays int32 (resample's source-index tables); anything else is a float32 operand
+            a = np.ascontiguousarray(arr, dtype=np.int32 if arr.dtype == np.int32 else F32_DTYPE)
             const_entry[key] = plan.entry(a)
             plan.keep.append(arr)  # id() stays unique while the original lives
         return const_entry[key]

@@ -24,7 +24,7 @@ Shape = tuple[int, ...]
 
 # opcodes and binary kinds of webnn_plan.c
 SGEMM, SGEMM_PACKED, CONV_NCHW, IM2COL_NHWC, DW_NHWC, DW_NCHW, BINARY, ACT, SIGMOID, ERF, LAYER_NORM, SOFTMAX, \
-    COPY, TRANSPOSE, GATHER, SCATTER, FILL = range(1, 18)
+    COPY, TRANSPOSE, GATHER, SCATTER, FILL, MAX_POOL, RESAMPLE = range(1, 20)
 BINARY_KINDS = {np.add: 0, np.subtract: 1, np.multiply: 2, np.divide: 3}
 
 
@@ -196,9 +196,45 @@ def _transpose(options: Mapping[str, Any], shapes: Mapping[str, Shape | None], o
     return CForm([(TRANSPOSE, (Buf("in", "input"), OUT, *dims, *steps))])
 
 
+def _max_pool(options: Mapping[str, Any], shapes: Mapping[str, Shape | None], out: Shape) -> CForm | None:
+    """Any 2-D max pooling (padding, strides, dilations, output sizes) in the input's own layout: the reference's
+    result exactly (a max rounds nothing), taps outside the input skipped as the reference skips them."""
+    x = shapes["input"]
+    if x is None or len(x) != 4 or math.prod(out) == 0 or math.prod(x) == 0:
+        return None
+    nhwc = options["layout"] == "nhwc"
+    n, h, w, c = x if nhwc else (x[0], x[2], x[3], x[1])
+    (kh, kw), (oh, ow) = options["windowDimensions"], options["outputSizes"]
+    top, _, left, _ = options["padding"]
+    strides, dilations = options["strides"], options["dilations"]
+    if (kh, kw, oh, ow) == (h, w, 1, 1) and not any(options["padding"]):  # global: the reference's NumPy max
+        return None
+    if not native.conv_fits((h, w), (kh, kw), strides, dilations, (top, left), (oh, ow)):
+        return None
+    outer, inner = (n, c) if nhwc else (n * c, 1)
+    return CForm([(MAX_POOL, (outer, h, w, inner, Buf("in", "input"), kh, kw, *strides, *dilations, top, left, oh,
+                              ow, OUT))])
+
+
+def _resample(options: Mapping[str, Any], shapes: Mapping[str, Shape | None], out: Shape) -> CForm | None:
+    """Bilinear resampling of two adjacent axes: the C kernel the reference calls, on the same tables."""
+    from py_core.kernels.pooling import linear_tables
+
+    x = shapes["input"]
+    h_axis, w_axis = options["axes"]
+    sizes = options["sizes"]
+    if (x is None or options["mode"] != "linear" or w_axis != h_axis + 1 or x[h_axis] == sizes[0]
+            or x[w_axis] == sizes[1] or not native.resample_fits(x[h_axis:w_axis + 1]) or math.prod(out) == 0):
+        return None
+    rows, cols = linear_tables(x[h_axis], sizes[0]), linear_tables(x[w_axis], sizes[1])
+    return CForm([(RESAMPLE, (math.prod(x[:h_axis]), x[h_axis], x[w_axis], math.prod(x[w_axis + 1:]),
+                              Buf("in", "input"), sizes[0], sizes[1], *(Buf("const", a) for a in rows),
+                              *(Buf("const", a) for a in cols), OUT))])
+
+
 FORMS.update({"transpose": _transpose, "sigmoid": _sigmoid, "erf": _erf, "softmax": _softmax,
               "layerNormalization": _layer_norm, "reshape": _reshape, "matmul": _matmul,
-              "averagePool2d": _average_pool})
+              "averagePool2d": _average_pool, "maxPool2d": _max_pool, "resample2d": _resample})
 
 
 def _split(options: Mapping[str, Any], shapes: Mapping[str, Shape | None], outs: list[Shape]) -> CForm | None:

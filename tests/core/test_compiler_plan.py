@@ -311,3 +311,76 @@ def test_prelu_lowers() -> None:
 
     exe = compare(make, PLAN, runs=2)
     assert c_steps(exe) == len(exe.steps) - 1, [s.op for s in exe.steps]
+
+
+def _against_numpy(exe, feeds: dict[str, np.ndarray], tol: float = 0.0) -> None:
+    """The plan's outputs equal the same executable's with the C kernels off (NumPy's steps): bit for bit, or
+    within `tol` (relative and absolute) where a C compiler may contract a * b + c into one rounding (gcc does on
+    x86; wasm has no such instruction, and there the two are bit-identical)."""
+    got = exe.run({k: v.copy() for k, v in feeds.items()})
+    native.use_native(False)
+    try:
+        want = exe.run({k: v.copy() for k, v in feeds.items()})
+    finally:
+        native.use_native(True)
+    for name in want:
+        if tol:
+            np.testing.assert_allclose(got[name], want[name], rtol=tol, atol=tol, err_msg=name)
+        else:
+            np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+
+
+# (input [H, W], window, strides, dilations, padding [t, b, l, r], rounding): all-padding windows (-inf), windows
+# past the input under ceil rounding, dilations wider than the input
+POOLS = [((8, 8), (2, 2), (2, 2), (1, 1), (0, 0, 0, 0), "floor"),
+         ((7, 9), (3, 3), (2, 1), (1, 1), (1, 1, 2, 0), "ceil"),
+         ((5, 6), (2, 3), (1, 2), (2, 3), (3, 0, 0, 4), "floor"),
+         ((4, 4), (3, 3), (3, 3), (1, 1), (4, 4, 4, 4), "ceil"),
+         ((3, 11), (1, 5), (1, 3), (1, 2), (0, 0, 0, 0), "floor")]
+
+
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+@pytest.mark.parametrize(("hw", "window", "strides", "dilations", "padding", "rounding"), POOLS)
+def test_max_pool_lowers_and_equals_numpy(layout: str, hw, window, strides, dilations, padding, rounding) -> None:
+    shape = [2, 6, *hw] if layout == "nchw" else [2, *hw, 6]  # 6 channels: a vector of 4 and a tail of 2
+
+    def make(b):
+        x = b.input("x", {"dataType": "float32", "shape": shape})
+        return {"y": b.maxPool2d(x, windowDimensions=list(window), strides=list(strides),
+                                 dilations=list(dilations), padding=list(padding), layout=layout,
+                                 outputShapeRounding=rounding)}
+
+    exe = prepare(_build(make), PLAN)
+    assert c_steps(exe) == len(exe.steps) == 1
+    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    flat = x.reshape(-1)
+    flat[::7] = np.nan  # NaN wins a max, as np.maximum has it
+    flat[3::11] = -np.inf
+    _against_numpy(exe, {"x": x})
+
+
+@pytest.mark.parametrize(("shape", "axes", "sizes"), [([1, 5, 7, 3], [1, 2], [9, 4]), ([2, 3, 6, 4], [2, 3], [3, 10]),
+                                                      ([1, 16, 16, 8], [1, 2], [32, 32])])
+def test_linear_resample_lowers_and_equals_numpy(shape, axes, sizes) -> None:
+    def make(b):
+        x = b.input("x", {"dataType": "float32", "shape": shape})
+        return {"y": b.resample2d(x, mode="linear", sizes=sizes, axes=axes)}
+
+    exe = prepare(_build(make), PLAN)
+    assert c_steps(exe) == len(exe.steps) == 1
+    _against_numpy(exe, random_inputs(exe, 5), tol=1e-6)
+    compare(make, PLAN, rtol=0, atol=0)  # the reference's own C path: the same kernel on the same tables
+
+
+def test_pools_and_resamples_inside_a_graph_join_its_segment() -> None:
+    """A TFLite-like block (conv, max pool, upsampling, add): one segment, where maxPool2d and resample2d used to
+    split it in three."""
+    def make(b):
+        x = b.input("x", {"dataType": "float32", "shape": [1, 16, 16, 8]})
+        y = b.conv2d(x, const(b, (8, 3, 3, 8)), padding=[1, 1, 1, 1], inputLayout="nhwc", filterLayout="ohwi")
+        p = b.maxPool2d(b.relu(y), windowDimensions=[2, 2], strides=[2, 2], layout="nhwc")
+        u = b.resample2d(b.relu(p), mode="linear", sizes=[16, 16], axes=[1, 2])
+        return {"y": b.add(u, y)}
+
+    exe = compare(make, PLAN, runs=2)
+    assert c_steps(exe) == len(exe.steps) and len(segments(exe)) == 1, [s.op for s in exe.steps]

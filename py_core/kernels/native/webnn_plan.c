@@ -28,6 +28,8 @@
 #define PLAN_GATHER 15      /* x y offset d0..d5 s0..s5: the same from x + offset (a slab of split) */
 #define PLAN_SCATTER 16     /* x y offset d0..d5 s0..s5: y[offset + sum ik * sk] = x in order (concat, pad) */
 #define PLAN_FILL 17        /* y count value */
+#define PLAN_MAX_POOL 18    /* outer H W inner x KH KW sh sw dh dw pt pl OH OW y */
+#define PLAN_RESAMPLE 19    /* outer H W inner x OH OW y0 y1 wy0 wy1 x0 x1 wx0 wx1 y (wk_resample_linear) */
 
 #define BIN_ADD 0
 #define BIN_SUB 1
@@ -147,6 +149,58 @@ static void plan_fill(float *y, i64 count, float v) {
   for (; i < count; i++) y[i] = v;
 }
 
+/* The taps [*lo, *hi) of a window along one axis that land inside [0, size) for output o: what the reference
+ * (pooling.py's spans) reads; the rest is padding, which never wins a max.  plan.py checked window_fits, so
+ * o * stride - pad + tap * dilation stays far from overflow. */
+static inline void taps_inside(i64 o, i64 stride, i64 pad, i64 dilation, i64 window, i64 size, i64 *lo, i64 *hi) {
+  i64 start = o * stride - pad;
+  i64 a = start >= 0 ? 0 : (-start + dilation - 1) / dilation;
+  i64 b = start >= size ? 0 : (size - start + dilation - 1) / dilation;
+  *lo = a;
+  *hi = b < window ? b : window;
+}
+
+/* max pooling of [outer, H, W, inner] (NHWC: outer N, inner C; NCHW: outer N*C, inner 1); -inf where no tap
+ * lands inside the input; NaN propagates and ties keep the earlier value, as np.maximum(acc, x) does. */
+static void plan_max_pool(i64 outer, i64 H, i64 W, i64 inner, const float *x, i64 KH, i64 KW, i64 sh, i64 sw,
+                          i64 dh, i64 dw, i64 pt, i64 pl, i64 OH, i64 OW, float *y) {
+  for (i64 o = 0; o < outer; o++) {
+    const float *plane = x + o * H * W * inner;
+    for (i64 oy = 0; oy < OH; oy++) {
+      i64 ky0, ky1;
+      taps_inside(oy, sh, pt, dh, KH, H, &ky0, &ky1);
+      for (i64 ox = 0; ox < OW; ox++) {
+        i64 kx0, kx1;
+        taps_inside(ox, sw, pl, dw, KW, W, &kx0, &kx1);
+        i64 k = 0;
+        for (; k + 4 <= inner; k += 4) {
+          v4 m = splat(-__builtin_inff());
+          for (i64 ky = ky0; ky < ky1; ky++) {
+            const float *row = plane + (oy * sh - pt + ky * dh) * W * inner + k;
+            for (i64 kx = kx0; kx < kx1; kx++) {
+              v4 v = ld(row + (ox * sw - pl + kx * dw) * inner);
+              m = blend(m, v, (v > m) | (v != v));
+            }
+          }
+          st(y + k, m);
+        }
+        for (; k < inner; k++) {
+          float m = -__builtin_inff();
+          for (i64 ky = ky0; ky < ky1; ky++) {
+            const float *row = plane + (oy * sh - pt + ky * dh) * W * inner + k;
+            for (i64 kx = kx0; kx < kx1; kx++) {
+              float v = row[(ox * sw - pl + kx * dw) * inner];
+              m = (v > m || v != v) ? v : m;
+            }
+          }
+          y[k] = m;
+        }
+        y += inner;
+      }
+    }
+  }
+}
+
 /* Run `n` words of instructions with the address table `tab`.  Returns 0, or the word offset of an
  * instruction it does not know (Python never writes one: a guard, not a path). */
 EXPORT i64 wk_run_plan(const i64 *words, i64 n, const i64 *tab) {
@@ -225,6 +279,14 @@ EXPORT i64 wk_run_plan(const i64 *words, i64 n, const i64 *tab) {
         break;
       case PLAN_FILL:
         plan_fill(P(2), I(3), F(4));
+        break;
+      case PLAN_MAX_POOL:
+        plan_max_pool(I(2), I(3), I(4), I(5), P(6), I(7), I(8), I(9), I(10), I(11), I(12), I(13), I(14), I(15),
+                      I(16), P(17));
+        break;
+      case PLAN_RESAMPLE:
+        wk_resample_linear(I(2), I(3), I(4), I(5), P(6), I(7), I(8), (const int *)P(9), (const int *)P(10), P(11),
+                           P(12), (const int *)P(13), (const int *)P(14), P(15), P(16), P(17));
         break;
       default:
         return at + 1;
