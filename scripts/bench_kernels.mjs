@@ -6,10 +6,13 @@
 // largest difference of each variant's output from the first's (0: bit-identical).  A tool for kernel work, not
 // part of `make bench`; the browsers' own numbers come from `python -m web.bench perf`.
 //   node --experimental-wasm-relaxed-simd scripts/bench_kernels.mjs [--rounds N] [--cases a,b] [SRC.c ...]
+// --emit DIR only builds: the wasm files and variants.json into DIR, for scripts/bench_kernels_browser.py (the same
+// comparison in Chromium and Firefox pages; the cases and the loop are scripts/kernel_cases.mjs).
 import {execFileSync} from 'child_process';
 import fs from 'fs';
 import os from 'os';
 import path from 'path';
+import {compare, instantiate} from './kernel_cases.mjs';
 
 const argv = process.argv.slice(2);
 const opt = (name, dflt) => {
@@ -18,6 +21,7 @@ const opt = (name, dflt) => {
 };
 const rounds = Number(opt('--rounds', '30'));
 const only = opt('--cases', '');
+const emit = opt('--emit', '');
 const sources = argv.length ? argv : ['py_core/kernels/native/webnn_kernels.c'];
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-kernels-'));
 
@@ -37,66 +41,6 @@ function build(src, relaxed) {
   return out;
 }
 
-// a fixed pseudo-random sequence, the same inputs for every variant
-function rng(seed) {
-  let s = seed;
-  return () => (s = (s * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff - 0.5;
-}
-
-async function instantiate(file) {
-  const {instance} = await WebAssembly.instantiate(fs.readFileSync(file), {env: {}});
-  const e = instance.exports;
-  e.memory.grow(Math.max(0, ((320 << 20) - e.memory.buffer.byteLength) >> 16));
-  let top = (e.__heap_base.value + 63) & ~63;
-  const rand = rng(12345);
-  const alloc = (n, fill = true) => {
-    const p = top;
-    top = (top + n * 4 + 63) & ~63;
-    if (fill) {
-      const a = new Float32Array(e.memory.buffer, p, n);
-      for (let i = 0; i < n; i++) a[i] = rand();
-    }
-    return p;
-  };
-  const f32 = (p, n) => new Float32Array(e.memory.buffer, p, n);
-  const B = BigInt;
-  const cases = {};
-  { // matmul512: the constant right-hand side packed once (wk_pack_b), as the bench's graph runs it
-    const [M, N, K] = [512, 512, 512];
-    const a = alloc(M * K), b = alloc(K * N), c = alloc(M * N, false);
-    const pk = alloc(Number(e.wk_packed_b_size(B(N), B(K))), false);
-    e.wk_pack_b(B(N), B(K), b, B(N), pk);
-    cases.matmul512 = {flops: 2 * M * N * K, out: [c, M * N],
-      run: () => e.wk_sgemm_packed(B(M), B(N), B(K), a, B(K), 1n, pk, c, B(N), 0, 0, 0, 0, 0)};
-  }
-  // NCHW groups-1 convs through wk_conv_nchw: [C, H, O, stride, name], 3x3, padding 1, bias, relu6
-  for (const [C, H, O, S, name] of [[64, 56, 64, 1, 'conv3x3_64'], [3, 224, 32, 2, 'conv_first']]) {
-    const OH = Math.floor((H + 2 - 3) / S) + 1;
-    const x = alloc(C * H * H), w = alloc(O * C * 9), y = alloc(O * OH * OH, false), bias = alloc(O);
-    const work = alloc(Number(e.wk_conv_nchw_work(B(OH * OH), B(C * 9))), false);
-    cases[name] = {flops: 2 * O * OH * OH * C * 9, out: [y, O * OH * OH],
-      run: () => e.wk_conv_nchw(B(C), B(H), B(H), x, 3n, 3n, B(S), B(S), 1n, 1n, 1n, 1n, B(OH), B(OH), w, B(O), y,
-          bias, 1, 0, 6, work)};
-  }
-  // 3x3 depthwise NCHW (wk_depthwise_nchw), padding 1, bias, relu6: the bench's case and MobileNetV2's layers
-  for (const [C, H, S] of [[144, 56, 1], [32, 112, 1], [96, 112, 2], [144, 56, 2], [384, 14, 1], [960, 7, 1]]) {
-    const OH = Math.floor((H + 2 - 3) / S) + 1;
-    const x = alloc(C * H * H), w = alloc(C * 9), y = alloc(C * OH * OH, false), bias = alloc(C);
-    const work = alloc(Number(e.wk_depthwise_nchw_work(B(OH), B(OH), B(S), B(S))), false);
-    cases[`dw${C}_${H}s${S}`] = {flops: 2 * C * OH * OH * 9, out: [y, C * OH * OH],
-      run: () => e.wk_depthwise_nchw(1n, B(C), B(H), B(H), x, 3n, 3n, w, B(S), B(S), 1n, 1n, 1n, 1n, B(OH), B(OH),
-          y, bias, 1, 0, 6, work)};
-  }
-  // MobileNetV2's 1x1 convs in NCHW: weights [M, K] x activation [K, N] packed per call (wk_sgemm), bias, relu6
-  for (const [M, K, N] of [[96, 16, 12544], [144, 24, 3136], [96, 576, 196], [960, 160, 49]]) {
-    const a = alloc(M * K), b = alloc(K * N), c = alloc(M * N, false), bias = alloc(M);
-    const work = alloc(Number(e.wk_sgemm_work(B(N), B(K))), false);
-    cases[`1x1_${M}x${K}x${N}`] = {flops: 2 * M * N * K, out: [c, M * N],
-      run: () => e.wk_sgemm(B(M), B(N), B(K), a, B(K), 1n, b, B(N), c, B(N), bias, 1, 1, 0, 6, work)};
-  }
-  return {cases, f32};
-}
-
 const cpuMs = () => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
@@ -106,35 +50,21 @@ const variants = [];
 for (const src of sources) {
   for (const relaxed of [false, true]) {
     const file = build(src, relaxed);
-    variants.push({name: `${src}${relaxed ? ' relaxed' : ''}`, relaxed, ...(await instantiate(file))});
+    if (emit) {
+      fs.copyFileSync(file, path.join(emit, path.basename(file)));
+      variants.push({name: `${src}${relaxed ? ' relaxed' : ''}`, relaxed, file: path.basename(file)});
+      continue;
+    }
+    variants.push({name: `${src}${relaxed ? ' relaxed' : ''}`, relaxed, file, ...(await instantiate(fs.readFileSync(file)))});
   }
 }
-const names = Object.keys(variants[0].cases).filter((c) => !only || only.split(',').includes(c));
-for (const c of names) {
-  for (const relaxed of [false, true]) {
-    const vs = variants.filter((v) => v.relaxed === relaxed);
-    const times = vs.map(() => []);
-    for (const v of vs) { // past the engine's baseline tier (V8 tiers a hot function up after some calls)
-      const t0 = performance.now();
-      for (let i = 0; i < 3 || performance.now() - t0 < 250; i++) v.cases[c].run();
-    }
-    for (let r = 0; r < rounds; r++) {
-      vs.forEach((v, i) => {
-        const t0 = cpuMs();
-        v.cases[c].run();
-        times[i].push(cpuMs() - t0);
-      });
-    }
-    const ref = vs[0].f32(...vs[0].cases[c].out);
-    vs.forEach((v, i) => {
-      const got = v.f32(...v.cases[c].out);
-      let diff = 0;
-      for (let k = 0; k < ref.length; k++) diff = Math.max(diff, Math.abs(got[k] - ref[k]));
-      const t = times[i].sort((a, b) => a - b);
-      const gflops = v.cases[c].flops / t[0] / 1e6;
-      console.log(`${c.padEnd(18)} ${v.name.padEnd(52)} min ${t[0].toFixed(3).padStart(7)} ms  median ` +
-          `${t[t.length >> 1].toFixed(3).padStart(7)} ms  ${gflops.toFixed(1).padStart(5)} GFLOP/s  diff ${diff}`);
-    });
-  }
+if (emit) {
+  fs.writeFileSync(path.join(emit, 'variants.json'), JSON.stringify(variants));
+  fs.rmSync(tmp, {recursive: true, force: true});
+  process.exit(0);
 }
+// --cases takes names, or prefixes ending in ':' (mnv2: every MobileNetV2 layer)
+const wanted = (c) => !only || only.split(',').some((o) => o === c || (o.endsWith(':') && c.startsWith(o)));
+const names = Object.keys(variants[0].cases).filter(wanted);
+await compare(variants, names, rounds, cpuMs, console.log);
 fs.rmSync(tmp, {recursive: true, force: true});

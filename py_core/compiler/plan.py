@@ -166,9 +166,9 @@ def _lower_conv(k: PackedConv2d, x: tuple[int, ...]) -> CForm | None:
             wt = k.w
             if wt.shape != (o, c * k.kh * k.kw):
                 return None
+            size = native.conv_nchw_work_size(c, h, w, k.kh, k.kw, (sh, sw), (dh, dw), oh, ow)
             instrs.append((cf.CONV_NCHW, (n, c, h, w, xin, k.kh, k.kw, sh, sw, dh, dw, top, left, oh, ow,
-                                       Buf("const", wt), o, OUT, bias, *fa,
-                                       Buf("work", native.sgemm_work_size(oh * ow, c * k.kh * k.kw)))))
+                                       Buf("const", wt), o, OUT, bias, *fa, Buf("work", size))))
     return CForm(instrs + posts)
 
 

@@ -20,7 +20,9 @@ GEMM_SHAPES = [(1, 1, 1), (4, 8, 3), (5, 9, 17), (7, 3, 2), (64, 64, 64), (65, 1
                (200, 12, 5),
                # the packed product: several K blocks (KC 256) and N blocks (NC 256), a partial last panel,
                # an odd row left after the 2-row tiles, exactly one panel
-               (33, 300, 600), (2, 16, 1), (3, 17, 257), (131, 49, 160), (1, 40, 7), (6, 40, 20), (4, 44, 9)]
+               (33, 300, 600), (2, 16, 1), (3, 17, 257), (131, 49, 160), (1, 40, 7), (6, 40, 20), (4, 44, 9),
+               # a last panel of 1 or 2 columns with rows in the lanes (32 at a time), over two K blocks
+               (70, 274, 300)]
 GEMM_LAYOUTS = ["plain", "a_transposed", "b_strided"]
 EPILOGUES = [(native.ACT_NONE, 0.0, 0.0), (native.ACT_CLAMP, 0.0, 6.0), (native.ACT_CLAMP, -0.5, float("inf")),
              (native.ACT_HARD_SWISH, 0.0, 0.0)]
@@ -374,7 +376,7 @@ def cases() -> Iterator[tuple[str, Any]]:
         for act, lo, hi in EPILOGUES:
             yield f"epilogue bias{mode} act{act} [{lo}, {hi}]", \
                 lambda m=mode, a=act, lo_=lo, hi_=hi: epilogue_case(rng, m, a, lo_, hi_)
-            for shape in ((7, 40, 300), (5, 270, 3), (1, 33, 20)):
+            for shape in ((7, 40, 300), (5, 270, 3), (1, 33, 20), (40, 49, 30)):
                 for pre in (False, True):
                     yield f"epilogue {shape} prepacked={pre} bias{mode} act{act} [{lo}, {hi}]", \
                         lambda m=mode, a=act, lo_=lo, hi_=hi, s=shape, p=pre: epilogue_case(rng, m, a, lo_, hi_, s, p)
@@ -394,7 +396,16 @@ def cases() -> Iterator[tuple[str, Any]]:
                  (1, 5, 12, 56, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
                  (1, 3, 10, 50, 3, 3, (3, 3), (1, 1), (1, 1, 1, 1)),
                  (1, 2, 12, 40, 9, 9, (1, 1), (1, 1), (4, 4, 4, 4)),
-                 (1, 64, 6, 20, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1))):
+                 (1, 64, 6, 20, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
+                 # strides 1 and 2 read a padded copy in place (stride 2: even and odd columns apart): dilated,
+                 # padding on some sides only or wider than the window (whole output rows of padding), rows of
+                 # 8 and 9 outputs (a last segment of 1), an odd padded width at stride 2
+                 (1, 6, 15, 30, 3, 3, (1, 1), (2, 3), (0, 3, 5, 0)),
+                 (1, 3, 5, 9, 3, 3, (1, 1), (1, 1), (4, 4, 4, 4)),
+                 (2, 4, 8, 10, 3, 3, (1, 1), (1, 1), (0, 0, 0, 0)),
+                 (1, 7, 9, 9, 2, 4, (1, 1), (1, 1), (1, 0, 2, 1)),
+                 (1, 4, 17, 19, 3, 3, (2, 2), (1, 1), (1, 1, 1, 1)),
+                 (1, 5, 20, 24, 3, 3, (2, 2), (1, 3), (0, 0, 3, 2))):
         yield f"conv gather {case} o=33", lambda c=case: conv_gather_case(rng, c, 33)
     for act, lo, hi in EPILOGUES[1:]:
         yield f"activation act{act} [{lo}, {hi}]", lambda a=act, lo_=lo, hi_=hi: activation_case(rng, a, lo_, hi_)

@@ -44,7 +44,7 @@ _SIGNATURES = {
     "wk_im2col_nhwc": [_L] * 4 + [_P] + [_L] * 10 + [_P],
     "wk_im2col_nchw": [_L] * 3 + [_P] + [_L] * 10 + [_P],
     "wk_conv_nchw": [_L] * 3 + [_P] + [_L] * 10 + [_P, _L, _P, _P, _E, _F, _F, _P],
-    "wk_conv_nchw_work": [_L, _L],
+    "wk_conv_nchw_work": [_L] * 11,
     "wk_depthwise_nhwc": [_L] * 4 + [_P, _L, _L, _P] + [_L] * 8 + [_P, _P, _E, _F, _F],
     "wk_depthwise_nchw": [_L] * 4 + [_P, _L, _L, _P] + [_L] * 8 + [_P, _P, _E, _F, _F, _P],
     "wk_resample_linear": [_L] * 4 + [_P, _L, _L] + [_P] * 9,
@@ -81,6 +81,22 @@ def depthwise_work_size(kh: int, kw: int, strides: Sequence[int], dilations: Seq
         return 0
     size = ((oh - 1) * sh + 3) * ((ow - 1) * sw + 4)
     return size if size <= 2**24 else 0
+
+
+def conv_nchw_work_size(c: int, h: int, w: int, kh: int, kw: int, strides: Sequence[int],
+                        dilations: Sequence[int], oh: int, ow: int) -> int:
+    """Floats of wk_conv_nchw's work buffer: at strides of 1 or 2 (rows of 8 outputs or more, dilated windows up
+    to 64 further, a copy at most about twice the input) the zero-padded copy of the image its product reads in
+    place, else one packed block of the gathered columns."""
+    sh, sw = strides
+    dh, dw = dilations
+    if sh in (1, 2) and sw in (1, 2) and ow >= 8 and (kh - 1) * dh <= 64 and (kw - 1) * dw <= 64 \
+            and max(oh, ow) <= 2**24:
+        wp = (ow - 1) * sw + (kw - 1) * dw + 1
+        plane = ((oh - 1) * sh + (kh - 1) * dh + 1) * (wp + wp % 2 if sw == 2 else wp)
+        if c * plane <= 2 * c * h * w + 2**16:
+            return c * plane + 8
+    return sgemm_work_size(oh * ow, c * kh * kw)
 
 
 def packed_b_size(n: int, k: int) -> int:
@@ -290,7 +306,7 @@ def conv_nchw(x: np.ndarray, w: np.ndarray, kh: int, kw: int, strides: tuple[int
     _require(_f32_c(x, w, bias, out) and w.shape == (o, c * kh * kw) and out.shape == (o, oh * ow)
              and (bias is None or bias.size == o) and act in (ACT_NONE, ACT_CLAMP, ACT_HARD_SWISH)
              and conv_fits((h, wd), (kh, kw), strides, dilations, pad_top_left, (oh, ow)), "conv_nchw")
-    work = np.empty(sgemm_work_size(oh * ow, c * kh * kw), F32)
+    work = np.empty(conv_nchw_work_size(c, h, wd, kh, kw, strides, dilations, oh, ow), F32)
     _LIB.wk_conv_nchw(c, h, wd, _ptr(x), kh, kw, *strides, *dilations, *pad_top_left, oh, ow, _ptr(w), o,
                       _ptr(out), _ptr(bias), act, lo, hi, _ptr(work))
     return out
