@@ -99,7 +99,7 @@ def stages(bt: dict[str, Any]) -> str:
     ps = " ".join(f"{k}={p[k]}" for k in keys if k in p)
     top = " ".join(f"{k}={bt[k]}" for k in ("page-runtime", "page-core", "worker-runtime", "worker-core")
                    if k in bt)
-    extra = {k: bt[k] for k in ("snapshot", "wasm", "numpy", "wheels") if k in bt}
+    extra = {k: bt[k] for k in ("snapshot", "wasm", "numpy", "wheels", "siteStored") if k in bt}
     return f"worker[{ws}] page[{ps}] page-clock[{top}] {json.dumps(extra, separators=(',', ':'))}"
 
 

@@ -8,10 +8,10 @@
 // one place, the file PYODIDE_VERSION (read by web/settings.py, scripts/fetch_assets.py and, for the Node
 // runners, scripts/pyodide_node.mjs).
 
-import {importPyodide} from './load-pyodide.js';
-import {startPyodide} from './snapshot.js';
+import {importPyodide, inServiceWorker} from './load-pyodide.js';
+import {prefetchSnapshot, startPyodide} from './snapshot.js';
 import {installNumpy, installWheel, numpyLockEntry} from './wheels.js';
-import {SITE_MTIME_MS, forgetListings, listTree, readSite, readTree, siteKey, sitePackagesOf, writeSite,
+import {SITE_MTIME_MS, forgetListings, readSite, siteKey, sitePackagesOf, wheelPaths, wheelTree, writeSite,
   writeTree} from './sitecache.js';
 
 const QUIET = {messageCallback: () => {}};
@@ -35,98 +35,173 @@ function fetchable(indexURL) {
  *  packages      names for loadPackage (e.g. 'scipy' under Node)
  *  unpack        false installs with loadPackage (the worker's ?unpack=0)
  *  unzip         false unpacks with CPython's zipfile instead of in JavaScript (the worker's ?unzip=0)
- *  siteCache     restore site-packages (with its .pyc) from Cache Storage (sitecache.js), or install the wheels
- *                and let the caller store it with storeSite() once it has imported what it needs
+ *  siteCache     restore each wheel's files (with their .pyc) from Cache Storage (sitecache.js), read while
+ *                Pyodide starts, or install it and let the caller store it with storeSite() once it has imported
+ *                what it needs; siteScope names whose site-packages it is (the page's and the worker's differ)
  *  mark(stage, info) called after 'script', 'runtime' (info: {snapshot, snapshotBytes, wasmModule}), 'numpy', 'wheels'
  *                (each when installed) and 'packages'; with siteCache also 'siteOpen', 'siteRead', 'siteChecked';
  *                with a prebuilt snapshot 'snapshotFetched' (fetched and inflated)
  * Resolves to {py, version, snapshot: 'handed'|'loaded'|'prebuilt'|'made'|'none', snapshotBytes, wasmModule,
- * numpy, wheels: 'cached'|'unzipped'|'unpacked'|'loadPackage'|null (how each was installed), storeSite: () =>
- * Promise<bool> (stores site-packages, sources and the .pyc written since, when it did not come from the cache;
- * call it after the imports)}: snapshotBytes and wasmModule (when known) can start another Pyodide.
+ * numpy, wheels: 'cached'|'unzipped'|'unpacked'|'loadPackage'|null (how each was installed), storeSite: (which) =>
+ * Promise<{stored: Promise<bool>}> (stores the entries of the wheels installed here, 'numpy' or 'wheels' or, by
+ * default, both: their files and the .pyc written since; call it after importing from them; it resolves once the
+ * writes are under way)}: snapshotBytes and wasmModule (when known) can start another Pyodide.
  */
 export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}, stderr = () => {}, args,
   snapshot = {use: false, make: false}, wasmModule = null, numpy = false, wheels = [], packages = [],
-  unpack = true, unzip = true, siteCache = false, mark = () => {}} = {}) {
+  unpack = true, unzip = true, siteCache = false, siteScope = 'pyodide', early = true, mark = () => {}} = {}) {
   const viaFetch = unpack && fetchable(indexURL);
   // (Fetching the wheels while Pyodide starts was tried: Firefox's snapshot restore in the worker took 0.4-0.6 s
   // longer beside the downloads and digests, more than they cost after it.)
+  const started0 = early && fetchable(indexURL) ? startEarly(indexURL, wasmModule) : {script: null, module: null};
   const {loadPyodide, version} = await importPyodide(indexURL);
   mark('script');
+  if (early && snapshot.use && !snapshot.given && version && fetchable(indexURL)) {
+    snapshot = {...snapshot, cached: prefetchSnapshot(indexURL, version)};
+  }
+  const site = siteCache && viaFetch ? new SiteEntries(indexURL, version, siteScope, mark) : null;
+  // the cache entries are read (and their sha256 checked) while Pyodide starts: I/O and digests off this thread
+  if (site && version && early) {
+    site.prefetch(numpy && lockSha256(lockFileURL || new URL('pyodide-lock.json', indexURL).href), wheels);
+  }
   const options = {indexURL, stdout, stderr};
   if (lockFileURL) options.lockFileURL = lockFileURL;
   if (env && Object.keys(env).length) options.env = env;
   if (args) options.args = args;
-  const wasm = shareWasm(indexURL, wasmModule);
+  const wasm = shareWasm(indexURL, wasmModule || started0.module);
   let started;
   try {
+    await started0.script;  // else loadPyodide imports it a second time
     started = await startPyodide(loadPyodide, version, options, {...snapshot, mark});
   } finally {
     wasm.release();
   }
   const py = started.py;
   mark('runtime', {snapshot: started.snapshot, snapshotBytes: started.bytes, wasmModule: wasm.module()});
-  const site = siteCache && viaFetch
-    ? await restoreSite(py, indexURL, version || py.version, numpy, wheels, mark) : null;
-  if (site && site.restored) {
-    mark('numpy');
-    mark('wheels');
-    if (packages.length) await py.loadPackage(packages, QUIET);
-    mark('packages');
-    return {py, version: version || py.version, snapshot: started.snapshot, snapshotBytes: started.bytes,
-      wasmModule: wasm.module(), numpy: numpy ? 'cached' : null, wheels: wheels.length ? 'cached' : null,
-      storeSite: async () => false};
-  }
-  // NumPy and the wheels fetched and unpacked concurrently; then packages by name (SciPy needs NumPy)
+  const parts = site ? await site.restore(py, version || py.version, numpy, wheels) : {};
+  // NumPy and the wheels not restored fetched and unpacked concurrently; then packages by name (SciPy needs NumPy)
+  const install = (part, run) => (part && part.restored ? 'cached' : run(part || {}));
   const [numpyHow, wheelsHow] = await Promise.all([
-    numpy ? installNumpy(py, indexURL, {unpack: viaFetch, unzip}).then((how) => { mark('numpy'); return how; })
+    numpy ? Promise.resolve(install(parts.numpy, (part) => installNumpy(py, indexURL,
+      {unpack: viaFetch, unzip, installed: part}))).then((how) => { mark('numpy'); return how; })
       : null,
-    wheels.length ? Promise.all(wheels.map((w) => installWheel(py, w.url, w.sha256, {unpack: viaFetch, unzip})))
+    wheels.length ? Promise.all(wheels.map((w, i) => install(parts.wheels && parts.wheels[i],
+      (part) => installWheel(py, w.url, w.sha256, {unpack: viaFetch, unzip, installed: part}))))
       .then((hows) => { mark('wheels'); return [...new Set(hows)].join(','); }) : null,
   ]);
-  const storeSite = site && [numpyHow, wheelsHow].every((how) => how === null || !/loadPackage/.test(how))
-    ? prepareSite(py, site.key) : async () => false;
   if (packages.length) await py.loadPackage(packages, QUIET);
   mark('packages');
+  const loadPackaged = [numpyHow, wheelsHow].some((how) => /loadPackage/.test(how || ''));
   return {py, version: version || py.version, snapshot: started.snapshot, snapshotBytes: started.bytes,
-    wasmModule: wasm.module(), numpy: numpyHow, wheels: wheelsHow, storeSite};
+    wasmModule: wasm.module(), numpy: numpyHow, wheels: wheelsHow,
+    storeSite: site && !loadPackaged ? site.prepareStore(py) : notStored};
 }
 
-// The cached site-packages of these wheels written into py's file system: {restored: true}; else {key} (where
-// the caller may store it) or null (a wheel without a known sha256: nothing to key it by).
-async function restoreSite(py, indexURL, version, numpy, wheels, mark) {
-  const sha256s = [...(numpy ? [(numpyLockEntry(py) || {}).sha256] : []), ...wheels.map((w) => w.sha256)];
-  if (!sha256s.length || !sha256s.every((h) => /^[0-9a-f]{64}$/.test(h || ''))) return null;
-  const key = siteKey(indexURL, version, sha256s);
-  const files = await readSite(key, mark);
-  if (!files) return {key};
-  try {
-    writeTree(py.FS, sitePackagesOf(py), files, SITE_MTIME_MS);
-  } catch (e) {
-    // the wheels are installed over whatever was written, as without an entry
-    console.warn(`WebNN polyfill: the cached site-packages could not be written: ${e && e.message ? e.message : e}`);
-    return {key};
+// The restore's longest steps started at once, side by side with importing pyodide.mjs and reading the snapshot
+// (and site-packages) from Cache Storage: loadPyodide would only start them one after another, once both are
+// done.  pyodide.asm.js (1.3 MB of JavaScript) is imported (as loadPyodide would, which then does not), and, in
+// Firefox, pyodide.asm.wasm compiled unless a compiled module was handed over: Firefox compiles it on every visit
+// (226 ms quiet), Chromium's instantiateStreaming takes it from its code cache, and compiling it early there
+// measured no gain (4 interleaved rounds) while its cache reads ran beside the snapshot's.  {script: resolves when
+// imported or not, module: resolves to the module or null (shareWasm then lets Pyodide's own instantiation
+// run)}.  Not in a service worker (no import() after its script ran: load-pyodide.js).
+function startEarly(indexURL, given) {
+  const wa = globalThis.WebAssembly;
+  const script = inServiceWorker() || typeof globalThis._createPyodideModule === 'function' ? Promise.resolve()
+    : import(/* webpackIgnore: true */ indexURL + 'pyodide.asm.js').catch(() => {});
+  const url = new URL('pyodide.asm.wasm', indexURL).href;
+  const firefox = typeof navigator !== 'undefined' && /\bFirefox\//.test(navigator.userAgent || '');
+  const module = !firefox || given || modules.has(url) || !wa || typeof wa.compileStreaming !== 'function' ? null
+    : wa.compileStreaming(fetch(url)).catch(() => null);
+  return {script, module};
+}
+
+// NumPy's sha256 in the lock file at url (the one loadPyodide then reads, from the HTTP cache), or null
+function lockSha256(url) {
+  return fetch(url).then((r) => (r.ok ? r.json() : null))
+    .then((lock) => (lock && lock.packages && lock.packages.numpy && lock.packages.numpy.sha256) || null)
+    .catch(() => null);
+}
+
+const notStored = async () => ({stored: Promise.resolve(false)});
+
+const isSha256 = (h) => /^[0-9a-f]{64}$/.test(h || '');
+
+// The cached site-packages entries of one Pyodide, one per wheel ('numpy' and each of `wheels`): read early
+// (prefetch), written into the file system once Pyodide runs (restore), stored for those installed instead
+// (prepareStore).  A part is {sha256, key, files (a promise: [{path, data}] or null), restored, tops (set by the
+// install: the wheel's top-level names), stored}.
+class SiteEntries {
+  constructor(indexURL, version, scope, mark) {
+    Object.assign(this, {indexURL, version, scope, mark, early: null, parts: null});
   }
-  forgetListings(py);
-  if (numpy) py.loadedPackages.numpy = 'pyodide-webnn (cached site-packages)';
-  return {restored: true};
-}
 
-// After an install the cache did not have: every file gets SITE_MTIME_MS and CPython writes .pyc as it imports
-// (their timestamps then match the files the next visit writes back); the returned function turns that off and
-// stores site-packages, once.
-function prepareSite(py, key) {
-  const dir = sitePackagesOf(py);
-  for (const path of listTree(py.FS, dir)) py.FS.utime(`${dir}/${path}`, SITE_MTIME_MS, SITE_MTIME_MS);
-  py.runPython('import sys; sys.dont_write_bytecode = False');
-  let stored = null;
-  return () => {
-    if (!stored) {
-      py.runPython('import sys; sys.dont_write_bytecode = True');
-      stored = writeSite(key, readTree(py.FS, dir));
+  #part(version, sha256, files = null) {
+    if (!isSha256(sha256)) return {sha256: null, key: null, files: Promise.resolve(null)};
+    const key = siteKey(this.indexURL, version, this.scope, sha256);
+    return {sha256, key, files: files || readSite(key, this.mark)};
+  }
+
+  prefetch(numpySha256, wheels) {
+    const numpy = numpySha256 ? Promise.resolve(numpySha256).then((h) => this.#part(this.version, h)) : null;
+    this.early = {numpy, wheels: wheels.map((w) => this.#part(this.version, w.sha256))};
+  }
+
+  /** Write the cached entries into py's site-packages; resolves to {numpy, wheels: [...]} parts. */
+  async restore(py, version, numpy, wheels) {
+    const early = this.early || {wheels: []};
+    const lock = numpy ? (numpyLockEntry(py) || {}).sha256 : null;
+    const earlyNumpy = early.numpy && await early.numpy;
+    const parts = {
+      // the lock file Pyodide read names the NumPy it installs: an entry prefetched for another is not used
+      numpy: numpy ? (earlyNumpy && earlyNumpy.sha256 === lock && version === this.version ? earlyNumpy
+        : this.#part(version, lock)) : null,
+      wheels: wheels.map((w, i) => (version === this.version && early.wheels[i]) || this.#part(version, w.sha256)),
+    };
+    const all = [parts.numpy, ...parts.wheels].filter(Boolean);
+    const files = await Promise.all(all.map((p) => p.files));
+    const dir = sitePackagesOf(py);
+    all.forEach((part, i) => {
+      part.files = null;  // not kept: the file system owns the bytes now
+      if (!files[i]) return;
+      try {
+        writeTree(py.FS, dir, files[i], SITE_MTIME_MS);
+        part.restored = true;
+      } catch (e) {
+        // that wheel is installed over whatever was written, as without an entry
+        console.warn(`WebNN polyfill: cached site-packages could not be written: ${e && e.message ? e.message : e}`);
+      }
+    });
+    if (all.some((p) => p.restored)) forgetListings(py);
+    if (parts.numpy && parts.numpy.restored) py.loadedPackages.numpy = 'pyodide-webnn (cached site-packages)';
+    this.parts = parts;
+    return parts;
+  }
+
+  // After the installs: the installed wheels' files get SITE_MTIME_MS and CPython writes .pyc as it imports
+  // (their timestamps then match the files the next visit writes back); the returned function stores the entries
+  // of those named ('numpy', 'wheels'; all by default), each once, and stops the .pyc once all are stored.  It
+  // resolves once the writes are under way (sitecache.js writeSite) to {stored: Promise<bool>}.
+  prepareStore(py) {
+    const dir = sitePackagesOf(py);
+    const {numpy, wheels} = this.parts;
+    const groups = {numpy: numpy ? [numpy] : [], wheels};
+    const pending = [numpy, ...wheels].filter((p) => p && !p.restored && p.key && p.tops);
+    if (!pending.length) return notStored;
+    for (const part of pending) {
+      for (const path of wheelPaths(py.FS, dir, part.tops)) py.FS.utime(`${dir}/${path}`, SITE_MTIME_MS, SITE_MTIME_MS);
     }
-    return stored;
-  };
+    py.runPython('import sys; sys.dont_write_bytecode = False');
+    return async (which = ['numpy', 'wheels']) => {
+      const now = which.flatMap((g) => groups[g] || []).filter((p) => pending.includes(p));
+      for (const part of now) {
+        if (!part.writing) part.writing = writeSite(part.key, wheelTree(py.FS, dir, part.tops));
+      }
+      if (pending.every((p) => p.writing)) py.runPython('import sys; sys.dont_write_bytecode = True');
+      const writes = await Promise.all(now.map((p) => p.writing));
+      return {stored: Promise.all(writes.map((w) => w.stored)).then((done) => done.length > 0 && done.every(Boolean))};
+    };
+  }
 }
 
 
@@ -135,14 +210,14 @@ function prepareSite(py, key) {
 // so while a loadPyodide of ours runs, that one URL's instantiation is served from the module known for it
 // (handed over by the other Pyodide's thread) or, without one, compiled as usual and the module kept.  Any
 // other call passes through untouched, and the original function is back once no boot of ours is running.
-const modules = new Map();  // pyodide.asm.wasm URL -> WebAssembly.Module
+const modules = new Map();  // pyodide.asm.wasm URL -> WebAssembly.Module, or a promise of one (or of null)
 const booting = new Map();  // pyodide.asm.wasm URL -> how many boots of ours are running
 let original = null;  // WebAssembly.instantiateStreaming while it is wrapped
 
 function shareWasm(indexURL, given) {
   const wa = globalThis.WebAssembly;
   if (!fetchable(indexURL) || !wa || typeof wa.instantiateStreaming !== 'function') {
-    return {release: () => {}, module: () => given};
+    return {release: () => {}, module: () => (wa && given instanceof wa.Module ? given : null)};
   }
   const url = new URL('pyodide.asm.wasm', indexURL).href;
   if (given && !modules.has(url)) modules.set(url, given);
@@ -152,8 +227,11 @@ function shareWasm(indexURL, given) {
     wa.instantiateStreaming = async function instantiateStreaming(source, imports) {
       const response = await source;
       const key = response && response.url;
-      const module = booting.has(key) && modules.get(key);
-      if (module) return {module, instance: await wa.instantiate(module, imports)};
+      const module = booting.has(key) && await modules.get(key);
+      if (module) {
+        modules.set(key, module);
+        return {module, instance: await wa.instantiate(module, imports)};
+      }
       const result = await passThrough.call(this, response, imports);
       if (booting.has(key)) modules.set(key, result.module);
       return result;
@@ -172,6 +250,6 @@ function shareWasm(indexURL, given) {
         original = null;
       }
     },
-    module: () => modules.get(url) || null,
+    module: () => (modules.get(url) instanceof wa.Module ? modules.get(url) : null),
   };
 }

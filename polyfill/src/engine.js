@@ -39,7 +39,8 @@ export function createEngine({post, close, switches}) {
   // ?native=0 keeps the C kernels (py_core/kernels/native) off, ?plan=0 runs every step from Python (no compiled
   // plan: py_core/compiler/plan.py), ?blas=0 never loads SciPy's BLAS, ?unzip=0
   // unpacks the wheels with CPython's zipfile instead of in JavaScript, ?sitecache=0 neither restores nor stores
-  // site-packages with its .pyc in Cache Storage (polyfill/src/sitecache.js), ?direct=0 writes, reads and
+  // site-packages with its .pyc in Cache Storage (polyfill/src/sitecache.js), ?early=0 starts Pyodide's steps one
+  // after another (boot.js startEarly: no early import, compile or cache reads), ?direct=0 writes, reads and
   // dispatches through Python (direct mode off, see above), ?unpack=0
   // installs NumPy and the core wheel with loadPackage (polyfill/src/wheels.js), ?prebuilt=0 starts CPython
   // where there is no cached snapshot instead of restoring the build's (polyfill/src/snapshot.js). Read from the
@@ -81,7 +82,8 @@ export function createEngine({post, close, switches}) {
       snapshot: {use: plain, make: plain, store: !msg.handoff,
         prebuilt: plain && switches.get('prebuilt') !== '0' ? msg.snapshotAsset || null : null}, numpy: true,
       wheels: [{url: msg.coreWheelURL, sha256: msg.coreWheelSha256}], unpack: switches.get('unpack') !== '0',
-      unzip: switches.get('unzip') !== '0', siteCache: switches.get('sitecache') !== '0',
+      unzip: switches.get('unzip') !== '0', siteCache: switches.get('sitecache') !== '0', siteScope: 'worker',
+      early: switches.get('early') !== '0',
       mark: (stage, info) => {
         stages[stage] = Math.round(performance.now() - t0);
         if (stage !== 'runtime') return;
@@ -94,15 +96,18 @@ export function createEngine({post, close, switches}) {
     progress('worker-numpy', `NumPy installed (${booted.numpy})`);
     pyodide.runPython('import numpy');  // timed apart from the core's own imports
     stages.numpyImport = Math.round(performance.now() - t0);
+    // NumPy's files and .pyc for the next visit (sitecache.js), on their way before the core's import holds this
+    // thread: stored after the graph was built, they had often not been written when a short visit ended
+    const stored = (group) => ({stored: done}) => done.then((ok) => ok && progress('worker-site-stored', group));
+    stored('numpy')(await booted.storeSite(['numpy']));
     glue = pyodide.pyimport('py_core.bridge.pyodide_glue');
     if (msg.direct !== false && switches.get('direct') !== '0') {
       // tensors: id -> {ctx, index (its entry in the table), n (bytes), error (of the last dispatch writing it)}
       direct = {table: unwrap(glue.enable_direct()), tensors: new Map(), free: [], next: 0,
         bound: new Map(), nextBound: 1, run: glue.run, bind: glue.bind, cRuns: 0};
     }
+    stored('wheels')(await booted.storeSite(['wheels']));  // the core wheel's, likewise
     stages.core = Math.round(performance.now() - t0);
-    // site-packages and the .pyc of what was just imported, for the next visit (sitecache.js), after this reply
-    setTimeout(() => booted.storeSite(), 0);
     progress('worker-core', 'core loaded');
     return {ok: true, snapshot: booted.snapshot, numpy: booted.numpy, wheels: booted.wheels, stages};
   }
@@ -121,9 +126,14 @@ export function createEngine({post, close, switches}) {
     // WebAssembly.Module) costs only that part. A snapshot new to the cache (made here, or the build's) is
     // stored by the page (`made`).
     const parts = [{snapshot: snapshotBytes, made: fresh(snapshot)}, {module: wasmModule}];
-    for (const part of parts) {
+    // the snapshot's 21 MB moved, not copied (50-70 ms of this thread in Chromium): this Pyodide has restored or
+    // made it and keeps no use for them
+    const whole = snapshotBytes && snapshotBytes.byteOffset === 0
+      && snapshotBytes.byteLength === snapshotBytes.buffer.byteLength;
+    const transfers = [whole ? [snapshotBytes.buffer] : [], []];
+    for (const [i, part] of parts.entries()) {
       try {
-        port.postMessage(part);
+        port.postMessage(part, transfers[i]);
       } catch (e) {
         console.warn(`WebNN polyfill: the page's Pyodide starts without a part of the worker's: ${e && e.message}`);
         port.postMessage({});

@@ -43,6 +43,11 @@ export class Runtime {
   #progress(stage, message) {
     // Stages after boot (e.g. the worker loading SciPy BLAS for a large graph) are reported, not counted.
     if (stage === 'worker-runtime' && !this.handoff) this.releasePage();  // else its handoff releases it
+    // when the site-packages entries were stored (page clock; sitecache.js): message 'numpy' or 'wheels'
+    if (stage === 'worker-site-stored') {
+      this.timings.siteStored = {...this.timings.siteStored,
+        [`worker-${message}`]: Math.round(performance.now() - this.t0)};
+    }
     if (STAGES.includes(stage)) {
       this.done.add(stage);
       this.timings[stage] = Math.round(performance.now() - this.t0);
@@ -88,7 +93,7 @@ export class Runtime {
     this.handoff = null;  // 20 MB: not kept once used
     const {py, snapshot, wheels, storeSite} = await bootPyodide({indexURL: this.config.pyodideURL,
       lockFileURL: this.config.lockFileURL, unzip: this.config.unzip !== false,
-      siteCache: this.config.siteCache !== false,
+      siteCache: this.config.siteCache !== false, siteScope: 'page', early: this.config.early !== false,
       snapshot: {use: true, make: true, given: handed.snapshot || null, givenNew: !!handed.made,
         prebuilt: this.prebuilt()},
       wasmModule: handed.module || null,
@@ -108,7 +113,12 @@ export class Runtime {
     this.timings.page = page;  // ms on this page's clock since its Pyodide started booting
     this.#progress('page-core', 'graph builder ready');
     this.limits = this.call('op_support_limits');
-    setTimeout(() => storeSite(), 0);  // the core wheel and the builder's .pyc, for the next visit (sitecache.js)
+    // the core wheel and the builder's .pyc, for the next visit (sitecache.js)
+    setTimeout(async () => {
+      if (await (await storeSite()).stored) {
+        this.timings.siteStored = {...this.timings.siteStored, page: Math.round(performance.now() - this.t0)};
+      }
+    }, 0);
   }
 
   async #bootWorker(handoff) {

@@ -1,23 +1,29 @@
-// The installed site-packages of a Pyodide, kept in Cache Storage as one uncompressed blob with the bytecode
-// CPython compiled while importing them.
+// The installed site-packages of a Pyodide, kept in Cache Storage with the bytecode CPython compiled while
+// importing it: one uncompressed entry per wheel.
 //
 // After the memory snapshot (snapshot.js), a warm start was mostly installing the wheels (fetch, sha256,
 // inflate) and importing them: CPython compiles every .py it imports from source on every visit, because
 // Pyodide does not write .pyc (sys.dont_write_bytecode) and a fresh file system has none.  On a visit without
-// the blob, boot.js unpacks the wheels as usual, gives every file one fixed modification time and lets CPython
-// write its .pyc while the caller imports what it needs; then (storeSite) the whole of site-packages, sources and
-// __pycache__, goes into one entry.  The next visit writes that entry back into the file system in one pass (no
+// an entry, boot.js unpacks the wheel as usual, gives every file one fixed modification time and lets CPython
+// write its .pyc while the caller imports what it needs; then (storeSite) the wheel's files, sources and
+// __pycache__, go into its entry.  The next visit writes that entry back into the file system in one pass (no
 // wheel fetched or inflated), with the same modification time, so CPython's timestamp check accepts the .pyc.
 //
-// Keyed by the Pyodide version and the sha256 of every wheel in it (NumPy's from Pyodide's lock file, the core
-// wheel's from the manifest): a new wheel is a new key.  The entry carries the sha256 of its own bytes; one that
-// does not match (damaged storage), or that does not parse, is deleted and the visit installs the wheels as if
-// there were none, then stores a fresh one.  No Cache Storage (plain http, some private modes): nothing is kept.
+// One entry per wheel, stored as soon as the caller has imported from it (the worker stores NumPy's right after
+// `import numpy`, the core's after the core's import): a single entry of both, stored after the last import,
+// was often cut short by a page closed soon after its graph was built (the bench's visits; Firefox then found
+// it damaged, Chromium not there).  Left out of every entry: files no import reads (IMPORT_FREE).
+//
+// Keyed by the Pyodide version, whose Pyodide it is (`scope`: the page's and the worker's import different
+// modules, so their .pyc differ) and the wheel's sha256 (NumPy's from Pyodide's lock file, the core wheel's from
+// the manifest): a new wheel is a new key.  The entry carries the sha256 of its own bytes; one that does not
+// match (damaged storage), or that does not parse, is deleted and the visit installs that wheel as if there were
+// none, then stores a fresh entry.  No Cache Storage (plain http, some private modes): nothing is kept.
 
 import {openCache} from './snapshot.js';
 
 const CACHE = 'webnn-polyfill-site';
-const FORMAT = 1;  // bump to orphan entries made by older polyfill code
+const FORMAT = 2;  // bump to orphan entries made by older polyfill code (1: one entry of all the wheels)
 const MAGIC = 0x31535057;  // 'WPS1'
 // every file's mtime (ms), so a .pyc written on one visit matches its source on the next
 export const SITE_MTIME_MS = 315532800000;  // 1980-01-01, as zip dates begin
@@ -25,8 +31,36 @@ export const SITE_MTIME_MS = 315532800000;  // 1980-01-01, as zip dates begin
 /** The Pyodide's site-packages directory. */
 export const sitePackagesOf = (py) => py.runPython('import site; site.getsitepackages()[0]');
 
-export function siteKey(indexURL, version, sha256s) {
-  return new URL(`webnn-site-v${FORMAT}-${encodeURIComponent(version)}-${sha256s.join('-')}.bin`, indexURL).href;
+/** The Cache Storage key of one wheel's entry (scope: whose site-packages, e.g. 'worker'). */
+export function siteKey(indexURL, version, scope, sha256) {
+  return new URL(`webnn-site-v${FORMAT}-${encodeURIComponent(version)}-${encodeURIComponent(scope)}-${sha256}.bin`,
+    indexURL).href;
+}
+
+// Files no import reads, left out of the entries: type stubs, and C headers and static libraries for compiling
+// against a package (NumPy's: 0.96 MB in 120 files)
+const IMPORT_FREE = /\.(pyi|h|pxd|a)$/;
+
+/** The files (paths relative to site-packages dir) a wheel with these top-level names put there, with the .pyc
+ *  written since, IMPORT_FREE files left out. */
+export function wheelPaths(FS, dir, tops) {
+  const out = [];
+  for (const top of tops) {
+    let mode;
+    try {
+      mode = FS.stat(`${dir}/${top}`).mode;
+    } catch (e) {
+      continue;  // a name the wheel lists but did not install
+    }
+    const paths = FS.isDir(mode) ? listTree(FS, `${dir}/${top}`).map((p) => `${top}/${p}`) : [top];
+    out.push(...paths.filter((p) => !IMPORT_FREE.test(p)));
+  }
+  return out;
+}
+
+/** wheelPaths' files, as [{path, data}]. */
+export function wheelTree(FS, dir, tops) {
+  return wheelPaths(FS, dir, tops).map((path) => ({path, data: FS.readFile(`${dir}/${path}`)}));
 }
 
 const hex = (buffer) => Array.from(new Uint8Array(buffer), (b) => b.toString(16).padStart(2, '0')).join('');
@@ -69,10 +103,13 @@ function parse(bytes) {
   return files;
 }
 
-/** Store files ([{path, data}]) under key; resolves when stored (or not: quota, no Cache Storage). */
+/** Store files ([{path, data}]) under key.  Resolves once the write is under way, to {stored: a promise of
+ *  whether it was stored (not: quota, no Cache Storage)}: from there it proceeds in the browser without this
+ *  thread (the worker's next import holds its thread for a while; a digest or put awaited after it had often not
+ *  been written when a short visit ended). */
 export async function writeSite(key, files) {
   const cache = await openCache(CACHE);
-  if (!cache || !globalThis.crypto || !crypto.subtle) return false;
+  if (!cache || !globalThis.crypto || !crypto.subtle) return {stored: Promise.resolve(false)};
   const header = new TextEncoder().encode(JSON.stringify(files.map((f) => [f.path, f.data.length])));
   const bytes = new Uint8Array(8 + header.length + files.reduce((n, f) => n + f.data.length, 0));
   const view = new DataView(bytes.buffer);
@@ -86,11 +123,11 @@ export async function writeSite(key, files) {
   }
   try {
     const sha256 = hex(await crypto.subtle.digest('SHA-256', bytes));
-    await cache.put(key, new Response(bytes, {headers: {'content-type': 'application/octet-stream',
+    const put = cache.put(key, new Response(bytes, {headers: {'content-type': 'application/octet-stream',
       'x-site-sha256': sha256}}));
-    return true;
+    return {stored: put.then(() => true, () => false)};
   } catch (e) {
-    return false;  // the next visit installs the wheels, as this one did
+    return {stored: Promise.resolve(false)};  // the next visit installs the wheels, as this one did
   }
 }
 
@@ -108,11 +145,6 @@ export function listTree(FS, dir) {
   };
   walk('');
   return out;
-}
-
-/** Every file under dir, as [{path (relative), data}]. */
-export function readTree(FS, dir) {
-  return listTree(FS, dir).map((path) => ({path, data: FS.readFile(`${dir}/${path}`)}));
 }
 
 /** Write files ([{path, data}], paths relative to dir) into an Emscripten file system, each with mtimeMs. */

@@ -77,6 +77,11 @@ async function dropSnapshot(key) {
   if (cache) await cache.delete(key).catch(() => {});
 }
 
+/** The cached snapshot's bytes (or null), read ahead of startPyodide (its `cached` option). */
+export function prefetchSnapshot(indexURL, version) {
+  return readSnapshot(snapshotKey(indexURL, version || 'unknown'));
+}
+
 const hexToBase64 = (hex) => btoa(String.fromCharCode(...hex.match(/../g).map((h) => parseInt(h, 16))));
 
 /**
@@ -111,16 +116,16 @@ export async function fetchPrebuilt({url, sha256, size}) {
 
 /**
  * loadPyodide(options), from a usable snapshot: `given` bytes (the worker's, handed to the page; `givenNew`: it
- * has just made them, store them), else the cached one when `use`. With `make`, an instance that booted without
- * one takes one (before anything else runs in it) and, with `store`, stores it for the next visit.  `prebuilt`
- * ({url, sha256, size}: fetchPrebuilt) is restored, and stored like a snapshot made here, when no cached one was
- * (`use`); `mark('snapshotFetched')` once its bytes are inflated.
+ * has just made them, store them), else the cached one when `use` (`cached`: prefetchSnapshot's promise of it).
+ * With `make`, an instance that booted without one takes one (before anything else runs in it) and, with `store`,
+ * stores it for the next visit.  `prebuilt` ({url, sha256, size}: fetchPrebuilt) is restored, and stored like a
+ * snapshot made here, when no cached one was (`use`); `mark('snapshotFetched')` once its bytes are inflated.
  * Resolves to {py, snapshot, bytes}: snapshot is 'handed' (from `given`), 'loaded' (from the cache), 'prebuilt'
  * (the build's), 'made' or 'none'; bytes is the snapshot restored or made, for another instance.
  */
 export async function startPyodide(loadPyodide, version, options,
-  {make = false, use = true, store = true, given = null, givenNew = false, prebuilt = null,
-    mark = () => {}} = {}) {
+  {make = false, use = true, store = true, given = null, givenNew = false, cached: prefetched = null,
+    prebuilt = null, mark = () => {}} = {}) {
   if (given) {
     try {
       const py = await restore(loadPyodide, options, given);
@@ -135,7 +140,7 @@ export async function startPyodide(loadPyodide, version, options,
   const cached = await openCache();
   const key = cached ? snapshotKey(options.indexURL, version || 'unknown') : null;
   if (cached && use) {
-    const bytes = await readSnapshot(key);
+    const bytes = await (prefetched || readSnapshot(key));
     if (bytes) {
       try {
         return {py: await restore(loadPyodide, options, bytes), snapshot: 'loaded', bytes};

@@ -48,9 +48,11 @@ async function fetchVerified(url, sha256) {
 
 const isIntegrityFailure = (e) => e instanceof DOMException && e.name === 'SecurityError';
 
-async function unpackWheel(py, url, sha256, {unzip = true} = {}) {
+// `installed` (optional) gets the wheel's top-level names in site-packages: `tops` (sitecache.js wheelTree)
+async function unpackWheel(py, url, sha256, {unzip = true, installed = null} = {}) {
   const wheel = await fetchVerified(url, sha256);
   const sitePackages = sitePackagesOf(py);
+  if (installed) installed.tops = topLevelNames(wheel);
   let how = 'unpacked';
   // the zip read here (the browser's inflate) when it can be; else (or with unzip: false) CPython's zipfile
   const files = unzip ? await readZip(wheel).catch((e) => {
@@ -80,6 +82,24 @@ const u32 = (b, i) => (b[i] | (b[i + 1] << 8) | (b[i + 2] << 16) | (b[i + 3] << 
 /** [{path, data: Uint8Array}] of a zip's files (directories left out); throws on what it does not read. */
 export async function readZip(bytes) {
   if (typeof DecompressionStream !== 'function') throw new Error('no DecompressionStream');
+  return Promise.all(zipEntries(bytes).map(async ({path, method, size, raw}) => {
+    const data = method === 0 ? raw : await inflate(raw, size);
+    if (data.length !== size) throw new Error(`${path}: ${data.length} bytes inflated, ${size} expected`);
+    return {path, data};
+  }));
+}
+
+// the first path component of every file in the zip, or null where zipEntries does not read it
+function topLevelNames(bytes) {
+  try {
+    return [...new Set(zipEntries(bytes).map((e) => e.path.split('/')[0]))];
+  } catch (e) {
+    return null;
+  }
+}
+
+// the files of a zip's central directory: [{path, method, size, raw (its compressed bytes)}]
+function zipEntries(bytes) {
   // the end of central directory record: the last 22 bytes unless the zip has a comment
   let end = -1;
   for (let i = bytes.length - 22; i >= Math.max(0, bytes.length - 22 - 65535); i--) {
@@ -111,11 +131,7 @@ export async function readZip(bytes) {
     if (raw.length !== compressed) throw new Error(`${path}: truncated`);
     entries.push({path, method, size, raw});
   }
-  return Promise.all(entries.map(async ({path, method, size, raw}) => {
-    const data = method === 0 ? raw : await inflate(raw, size);
-    if (data.length !== size) throw new Error(`${path}: ${data.length} bytes inflated, ${size} expected`);
-    return {path, data};
-  }));
+  return entries;
 }
 
 // raw deflate -> its `size` bytes (no Blob or Response: in Chromium each Blob is registered with the browser
@@ -156,9 +172,9 @@ async function tryUnpack(what, install, {strict = false} = {}) {
  *  unpack: false goes to loadPackage (the worker's ?unpack=0, for comparisons and tests), after checking the
  *  sha256 of the same URL's bytes: the wheel URLs are immutable, so loadPackage's fetch is normally the HTTP
  *  cache's copy of them. */
-export async function installWheel(py, url, sha256, {unpack = true, unzip = true} = {}) {
+export async function installWheel(py, url, sha256, {unpack = true, unzip = true, installed = null} = {}) {
   const strict = !!integrityOf(sha256);
-  const how = unpack && await tryUnpack(url, () => unpackWheel(py, url, sha256, {unzip}), {strict});
+  const how = unpack && await tryUnpack(url, () => unpackWheel(py, url, sha256, {unzip, installed}), {strict});
   if (how) return how;
   if (strict) await fetchVerified(url, sha256);
   await py.loadPackage(url, QUIET);
@@ -166,13 +182,13 @@ export async function installWheel(py, url, sha256, {unpack = true, unzip = true
 }
 
 /** Install NumPy into `py` (a Pyodide started from indexURL); resolves as installWheel does. */
-export async function installNumpy(py, indexURL, {unpack = true, unzip = true} = {}) {
+export async function installNumpy(py, indexURL, {unpack = true, unzip = true, installed = null} = {}) {
   const unpackNumpy = async () => {
     const entry = numpyLockEntry(py);
     if (!entry || !entry.file_name || !integrityOf(entry.sha256) || (entry.depends || []).length) {
       throw new Error('no usable numpy entry in the Pyodide lock file');
     }
-    const how = await unpackWheel(py, new URL(entry.file_name, indexURL).href, entry.sha256, {unzip});
+    const how = await unpackWheel(py, new URL(entry.file_name, indexURL).href, entry.sha256, {unzip, installed});
     py.loadedPackages.numpy = `pyodide-webnn (${how}; extension modules load on import)`;
     return how;
   };

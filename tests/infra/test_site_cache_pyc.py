@@ -19,14 +19,14 @@ pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
 
 SCRIPT = """
 import {nodePyodide, copyTree, root} from '%(root)s/scripts/pyodide_node.mjs';
-import {SITE_MTIME_MS, listTree, readTree, writeTree, forgetListings} from '%(root)s/polyfill/src/sitecache.js';
+import {SITE_MTIME_MS, listTree, wheelTree, writeTree, forgetListings} from '%(root)s/polyfill/src/sitecache.js';
 const dir = '/lib/python3.12/site-packages';
 const first = await nodePyodide({});
 copyTree(first, root + '/py_core', dir + '/py_core', /\\.(py|json)$/);
 for (const path of listTree(first.FS, dir)) first.FS.utime(`${dir}/${path}`, SITE_MTIME_MS, SITE_MTIME_MS);
 forgetListings(first);
 first.runPython('import sys; sys.dont_write_bytecode = False; import py_core.bridge.builder_host');
-const tree = readTree(first.FS, dir);
+const tree = wheelTree(first.FS, dir, ['py_core']);
 const out = {};
 for (const mtime of [SITE_MTIME_MS, SITE_MTIME_MS + 86400000]) {
   const lines = [];
