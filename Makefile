@@ -26,13 +26,14 @@ GEN_SCRIPT := scripts/gen_op_table.py
 GEN_OPS  := $(if $(wildcard $(GEN_SCRIPT)),polyfill/src/generated/ops.json polyfill/src/generated/types.json)
 SPEC_SRC := $(shell find py_core/spec py_core/types.py -name '*.py' 2>/dev/null)
 
-.PHONY: setup venv venv-run node assets browsers native-chromium build dist run test fuzz bench lint clean help
+.PHONY: setup venv venv-run node assets browsers native-chromium build snapshot dist run test fuzz bench lint clean help
 
 help:
 	@echo "make run    set up what serving needs, build the polyfill, serve http://$(HOST):$(PORT)"
 	@echo "make test   set everything up, build the polyfill, run pytest (PYTEST_ARGS=...)"
 	@echo "make setup  venv + npm toolchain + Pyodide assets + browsers + the native-WebNN Chromium (idempotent)"
 	@echo "make build  compile the C kernels (clang, gcc), bundle polyfill/src with esbuild into polyfill/dist"
+	@echo "make snapshot  the Pyodide memory snapshot a first visit restores (Node; part of run, test, dist)"
 	@echo "make dist   the deployable package in dist/ (static folder + npm package root; cd dist && npm pack)"
 	@echo "make lint   ruff check + mypy"
 	@echo "make fuzz   the deep run of the kernel fuzzer (FUZZ_EXAMPLES=2000 per operator family)"
@@ -106,16 +107,22 @@ polyfill/src/generated/ops.json polyfill/src/generated/types.json &: $(GEN_SCRIP
 	$(PY) $(GEN_SCRIPT)
 	@touch polyfill/src/generated/ops.json polyfill/src/generated/types.json
 
+# The bare interpreter's memory snapshot, made under Node and served gzipped beside the bundle (a first visit
+# restores it instead of starting CPython).  A no-op when it is current; it never fails the build: without it the
+# polyfill starts CPython, as before (scripts/make_snapshot.mjs).
+snapshot: node assets
+	node scripts/make_snapshot.mjs --out $(DIST)
+
 # dist/ is git-ignored; the brotli results are cached by content (brotli -q 11 takes minutes the first time).
-dist: $(DIST_STAMP) node assets build
+dist: $(DIST_STAMP) node assets build snapshot
 	$(PY) scripts/make_dist.py
 
 # Serving needs no browser and no test tools.
-run: venv-run node assets build
+run: venv-run node assets build snapshot
 	$(PY) -m web --host $(HOST) --port $(PORT)
 
 # Same as setup, except that missing browsers stop the run here with a clear message (--strict).
-test: venv node assets native-chromium build
+test: venv node assets native-chromium build snapshot
 	bash scripts/setup_browsers.sh --strict
 	$(PY) -m pytest $(BROWSERS) $(PYTEST_ARGS)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -32,21 +33,68 @@ from web.browsers import launch_args  # noqa: E402
 from web.settings import Settings  # noqa: E402
 
 
-def visit(context: Any, url: str, case: str) -> dict[str, Any]:
+def visit(context: Any, url: str, case: str, cpu_of: str = "") -> dict[str, Any]:
+    """perf.startup(case) on a new page of context; with cpu_of (Chromium's profile folder), also the browser's
+    CPU time so far (read before the page closes: its renderer process exits with it)."""
     page = context.new_page()
     page.set_default_timeout(PAGE_TIMEOUT_MS)
     page.goto(url)
     page.wait_for_function("() => window.perf && window.perf.ready")
     out = dict(page.evaluate("(name) => perf.startup(name)", case))
+    if cpu_of:
+        out["cpu"] = cpu_ms(cpu_of)
     page.close()
+    return out
+
+
+def cpu_ms(marker: str) -> dict[str, float]:
+    """CPU time (user + system, ms) of the processes whose command line holds `marker` (Chromium's profile folder)
+    and of all their descendants so far, in all (`total`) and per thread name (`DedicatedWorker`: the polyfill's
+    worker, `CrRendererMain`: the page, `ThreadPoolForeg`: among others V8's background compiles): the work of one
+    visit, which the shared machine's load does not move as it moves the wall clock."""
+    procs: dict[int, int] = {}  # pid -> ppid
+    threads: dict[int, list[tuple[str, float]]] = {}  # pid -> [(thread name, cpu ms)]
+    roots = set()
+    tick = 1000 / os.sysconf("SC_CLK_TCK")
+
+    def stat(path: Path) -> tuple[str, list[str]]:
+        text = path.read_text()
+        return text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
+
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            _, fields = stat(entry / "stat")
+            cmdline = (entry / "cmdline").read_bytes()
+            tasks = []
+            for task in (entry / "task").iterdir():
+                name, tf = stat(task / "stat")
+                tasks.append((name, (int(tf[11]) + int(tf[12])) * tick))
+        except (OSError, ValueError):
+            continue
+        procs[int(entry.name)] = int(fields[1])
+        threads[int(entry.name)] = tasks
+        if marker.encode() in cmdline:
+            roots.add(int(entry.name))
+    out: dict[str, float] = {"total": 0.0}
+    for pid in procs:
+        p, seen = pid, 0
+        while p and p not in roots and seen < 64:
+            p, seen = procs.get(p, 0), seen + 1
+        if p in roots:
+            for name, ms in threads[pid]:
+                out["total"] += ms
+                key = name.split(" ")[0].rstrip("0123456789")
+                out[key] = out.get(key, 0.0) + ms
     return out
 
 
 def stages(bt: dict[str, Any]) -> str:
     w = bt.get("worker") or {}
     p = bt.get("page") or {}
-    keys = ("script", "runtime", "siteOpen", "siteRead", "siteChecked", "numpy", "wheels", "packages", "numpyImport",
-            "core")
+    keys = ("script", "snapshotFetched", "runtime", "siteOpen", "siteRead", "siteChecked", "numpy", "wheels",
+            "packages", "numpyImport", "core")
     ws = " ".join(f"{k}={w[k]}" for k in keys if k in w)
     ps = " ".join(f"{k}={p[k]}" for k in keys if k in p)
     top = " ".join(f"{k}={bt[k]}" for k in ("page-runtime", "page-core", "worker-runtime", "worker-core")
@@ -63,6 +111,8 @@ def main() -> int:
     ap.add_argument("--case", default="chain1")
     ap.add_argument("--json", type=Path, help="write every visit's answer here")
     ap.add_argument("--other-root", type=Path, help='repository root served for "other:" variants')
+    ap.add_argument("--chromium-arg", action="append", default=[],
+                    help="an extra Chromium switch, e.g. --js-flags=--no-wasm-dynamic-tiering (repeatable)")
     a = ap.parse_args()
     variants = a.variants.split(",")
     models()  # the graphs (scripts/bench_models.py), generated on first use
@@ -79,14 +129,20 @@ def main() -> int:
                     if browser == "chromium":
                         with tempfile.TemporaryDirectory(prefix="bench-profile-") as profile:
                             for label in ("cold", "warm"):
-                                ctx = pw.chromium.launch_persistent_context(profile, **launch_args("chromium"))
+                                kw = launch_args("chromium")
+                                kw["args"] = kw.get("args", []) + a.chromium_arg
+                                ctx = pw.chromium.launch_persistent_context(profile, **kw)
                                 try:
                                     rows.append({"round": r, "browser": browser, "variant": v, "visit": label,
-                                                 **visit(ctx, url, a.case)})
+                                                 **visit(ctx, url, a.case, profile)})
                                 finally:
                                     ctx.close()
+                                cpu = rows[-1]["cpu"]
                                 print(f"{browser:8} {v or 'default':14} {label} {rows[-1]['builtMs']:7.0f} ms  "
-                                      f"{stages(rows[-1]['bootTimings'])}", flush=True)
+                                      f"cpu {cpu['total']:6.0f} ms (worker {cpu.get('DedicatedWorker', 0):.0f}, "
+                                      f"page {cpu.get('CrRendererMain', 0):.0f}, pool "
+                                      f"{cpu.get('ThreadPoolForeg', 0):.0f})  {stages(rows[-1]['bootTimings'])}",
+                                      flush=True)
                     else:
                         b = getattr(pw, browser).launch(**launch_args(browser))
                         try:
@@ -105,9 +161,12 @@ def main() -> int:
             for label in ("cold", "warm"):
                 xs = [x["builtMs"] for x in rows if x["browser"] == browser and x["variant"] == v
                       and x["visit"] == label]
+                cpu = [x["cpu"]["total"] for x in rows if x["browser"] == browser and x["variant"] == v
+                       and x["visit"] == label and "cpu" in x]
                 if xs:
                     print(f"{browser:8} {v or 'default':14} {label}: {statistics.median(xs):7.0f} / "
-                          f"{min(xs):7.0f}  ({', '.join(f'{x:.0f}' for x in xs)})")
+                          f"{min(xs):7.0f}  ({', '.join(f'{x:.0f}' for x in xs)})"
+                          + (f"  browser CPU {statistics.median(cpu):.0f} / {min(cpu):.0f}" if cpu else ""))
     if a.json:
         a.json.write_text(json.dumps(rows, indent=1))
     return 0

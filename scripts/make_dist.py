@@ -8,6 +8,7 @@
       assets/pyodide-lock.<hash>.json   Pyodide's lock, cut to NumPy and extended with py_core (pyodide-lock)
       assets/pyodide-<hash>/            the Pyodide core (its file names are fixed by Pyodide: the folder is hashed)
       assets/numpy-<hash>/numpy-....whl, assets/py_core-<hash>/py_core-....whl   (wheel names are fixed too)
+      assets/pyodide-snapshot.<hash>.bin.gz   the Pyodide memory snapshot a first visit restores (make snapshot)
       *.br, *.gz                        precompressed siblings, for servers that negotiate Content-Encoding
 
 Every asset a browser may cache has its content hash in its path, so a server can send them with
@@ -211,6 +212,14 @@ def build(out: Path, compress: bool = True) -> dict[str, object]:
         "lock": rel(lock_path),
         "core": {"wheel": rel(core_dir / core.filename), "sha256": core.sha256},
     }
+    # the build's Pyodide snapshot (scripts/make_snapshot.mjs: make dist makes it first), already gzipped
+    snapshot = settings.snapshot_asset()
+    if snapshot is None:
+        print("make_dist: no Pyodide snapshot built (make snapshot): first visits start CPython", file=sys.stderr)
+    else:
+        data = (settings.polyfill_dist / Path(snapshot["url"]).name).read_bytes()
+        path = hashed_file(assets, "pyodide-snapshot", ".bin.gz", data)
+        asset_map["snapshot"] = {"url": rel(path), "sha256": snapshot["sha256"], "size": snapshot["size"]}
     define = {"__WEBNN_DIST__": json.dumps(asset_map)}
     (out / "webnn-polyfill.js").write_bytes(esbuild("index.js", "iife", define))
     (out / "webnn-polyfill.mjs").write_bytes(esbuild("module.js", "esm", define))

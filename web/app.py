@@ -34,6 +34,7 @@ MIME_TYPES = {
     ".json": "application/json",
     ".whl": "application/zip",
     ".zip": "application/zip",
+    ".gz": "application/gzip",
     ".html": "text/html; charset=utf-8",
     ".css": "text/css; charset=utf-8",
     ".ts": "text/plain; charset=utf-8",
@@ -211,7 +212,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.get("/core/manifest.json")
     def core_manifest() -> Response:
         wheel = wheels.get()
-        body = {"wheel": wheel.url, "sha256": wheel.sha256, "files": wheel.files}
+        body: dict[str, Any] = {"wheel": wheel.url, "sha256": wheel.sha256, "files": wheel.files}
+        snapshot = settings.snapshot_asset()
+        if snapshot:
+            body["snapshot"] = snapshot
         return JSONResponse(body, headers={"cache-control": NO_CACHE})
 
     @app.get("/core/{digest}/{filename}")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # the one pin of the Pyodide version, shared with scripts/fetch_assets.py and the Node runners
@@ -49,6 +51,18 @@ class Settings:
     def polyfill_dist(self) -> Path:
         """The esbuild output directory (make build)."""
         return self.repo_root / "polyfill" / "dist"
+
+    def snapshot_asset(self) -> dict[str, Any] | None:
+        """The build's Pyodide snapshot (scripts/make_snapshot.mjs, beside the bundle) as the polyfill fetches it:
+        {url (on the dev server), sha256 (of the .gz), size (inflated)}; None when it is not built or was made
+        for another Pyodide version."""
+        try:
+            meta = json.loads((self.polyfill_dist / "pyodide-snapshot.json").read_text())
+            if meta["pyodide"] != PYODIDE_VERSION or not (self.polyfill_dist / meta["file"]).is_file():
+                return None
+            return {"url": f"/polyfill/{meta['file']}", "sha256": meta["sha256"], "size": meta["snapshotSize"]}
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
 
     @property
     def samples_dir(self) -> Path:

@@ -27,8 +27,9 @@ function fetchable(indexURL) {
  *  indexURL      Pyodide's folder (a URL, or a path ending in '/' under Node)
  *  lockFileURL   a lock file other than indexURL's own (the dist package's)
  *  env, stdout, stderr, args: loadPyodide's options (stdout/stderr default to silence)
- *  snapshot      {use, make, store, given, givenNew}: restore `given` snapshot bytes or the cached snapshot /
- *                take one when booting without, and store it (snapshot.js startPyodide)
+ *  snapshot      {use, make, store, given, givenNew, prebuilt}: restore `given` snapshot bytes, the cached
+ *                snapshot or the build's (`prebuilt`: {url, sha256, size}) / take one when booting without,
+ *                and store it (snapshot.js startPyodide)
  *  wasmModule    pyodide.asm.wasm already compiled (another Pyodide's, see shareWasm below)
  *  numpy         install NumPy
  *  wheels        [{url, sha256}] installed after (sha256: hex, checked before anything is unpacked)
@@ -41,8 +42,9 @@ function fetchable(indexURL) {
  *  stdlibCode    with siteCache: keep the standard library's compiled code (stdlibpyc.js) in the entry of the last
  *                of `wheels` (or NumPy's without wheels), use it where that entry was restored
  *  mark(stage, info) called after 'script', 'runtime' (info: {snapshot, snapshotBytes, wasmModule}), 'numpy', 'wheels'
- *                (each when installed) and 'packages'; with siteCache also 'siteOpen', 'siteRead', 'siteChecked'
- * Resolves to {py, version, snapshot: 'handed'|'loaded'|'made'|'none', snapshotBytes, wasmModule,
+ *                (each when installed) and 'packages'; with siteCache also 'siteOpen', 'siteRead', 'siteChecked';
+ *                with a prebuilt snapshot 'snapshotFetched' (fetched and inflated)
+ * Resolves to {py, version, snapshot: 'handed'|'loaded'|'prebuilt'|'made'|'none', snapshotBytes, wasmModule,
  * numpy, wheels: 'cached'|'unzipped'|'unpacked'|'loadPackage'|null (how each was installed), storeSite: (which) =>
  * Promise<{stored: Promise<bool>}> (stores the entries of the wheels installed here, 'numpy' or 'wheels' or, by
  * default, both: their files and the .pyc written since; call it after importing from them; it resolves once the
@@ -74,7 +76,7 @@ export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}
   let started;
   try {
     await started0.script;  // else loadPyodide imports it a second time
-    started = await startPyodide(loadPyodide, version, options, snapshot);
+    started = await startPyodide(loadPyodide, version, options, {...snapshot, mark});
   } finally {
     wasm.release();
   }

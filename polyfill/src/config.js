@@ -59,6 +59,8 @@ export function readConfig() {
     lockFileURL: new URL(DIST.lock, base).href,
     // the core wheel is known when the package is built: no manifest to fetch
     coreWheel: {url: new URL(DIST.core.wheel, base).href, sha256: DIST.core.sha256},
+    // the build's Pyodide snapshot (scripts/make_snapshot.mjs), when make dist had one
+    ...(DIST.snapshot ? {snapshotAsset: {...DIST.snapshot, url: new URL(DIST.snapshot.url, base).href}} : {}),
     workerURL: new URL(DIST.worker, base).href,
   } : {
     pyodideURL: new URL('../pyodide/', base).href,

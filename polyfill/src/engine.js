@@ -44,8 +44,9 @@ export function createEngine({post, close, switches}) {
   // library's compiled code out of it (polyfill/src/stdlibpyc.js), ?early=0 starts Pyodide's steps one
   // after another (boot.js startEarly: no early import, compile or cache reads), ?direct=0 writes, reads and
   // dispatches through Python (direct mode off, see above), ?unpack=0
-  // installs NumPy and the core wheel with loadPackage (polyfill/src/wheels.js). Read from the worker script's
-  // own URL (worker.js), which may run from a blob URL that imports it (polyfill/src/spawn.js).
+  // installs NumPy and the core wheel with loadPackage (polyfill/src/wheels.js), ?prebuilt=0 starts CPython
+  // where there is no cached snapshot instead of restoring the build's (polyfill/src/snapshot.js). Read from the
+  // worker script's own URL (worker.js), which may run from a blob URL that imports it (polyfill/src/spawn.js).
   let blas = switches.get('blas') === '0' ? 'off' : 'idle';
 
   // A graph with enough product work asks for SciPy's OpenBLAS sgemm when the C kernels are off or missing:
@@ -80,7 +81,8 @@ export function createEngine({post, close, switches}) {
     const plain = !Object.keys(env).length;
     const booted = await bootPyodide({indexURL: msg.pyodideURL, lockFileURL: msg.lockFileURL, env,
       // a snapshot made here goes to the page, which stores it (snapshot.js)
-      snapshot: {use: plain, make: plain, store: !msg.handoff}, numpy: true,
+      snapshot: {use: plain, make: plain, store: !msg.handoff,
+        prebuilt: plain && switches.get('prebuilt') !== '0' ? msg.snapshotAsset || null : null}, numpy: true,
       wheels: [{url: msg.coreWheelURL, sha256: msg.coreWheelSha256}], unpack: switches.get('unpack') !== '0',
       unzip: switches.get('unzip') !== '0', siteCache: switches.get('sitecache') !== '0', siteScope: 'worker',
       early: switches.get('early') !== '0', stdlibCode: switches.get('stdlibcode') !== '0',
@@ -89,7 +91,7 @@ export function createEngine({post, close, switches}) {
         if (stage !== 'runtime') return;
         const what = msg.handOver || {};
         handOver(msg.handoff, !plain ? {} : {...info, wasmModule: what.module ? info.wasmModule : null,
-          snapshotBytes: info.snapshot === 'made' || what.cachedSnapshot ? info.snapshotBytes : null});
+          snapshotBytes: fresh(info.snapshot) || what.cachedSnapshot ? info.snapshotBytes : null});
         progress('worker-runtime', 'Pyodide started in the worker');
       }});
     pyodide = booted.py;
@@ -113,14 +115,20 @@ export function createEngine({post, close, switches}) {
       stdlibCode: stdlibUsed(pyodide)};
   }
 
+  // a snapshot that did not come from Cache Storage (snapshot.js startPyodide)
+  function fresh(snapshot) {
+    return snapshot === 'made' || snapshot === 'prebuilt';
+  }
+
   // The page's Pyodide starts once this one runs, from what this one has: the compiled pyodide.asm.wasm and the
   // memory snapshot of the bare interpreter (of an environment-free boot only: a snapshot carries its
   // environment), sent on the page's own port (a message it cannot read fails there, not on the engine's).
   function handOver(port, {snapshot, snapshotBytes = null, wasmModule = null}) {
     if (!port) return;
     // Two messages, always (the page waits for both): one a browser may fail to read (Firefox, at times, a
-    // WebAssembly.Module) costs only that part. A snapshot made here is stored by the page (`made`).
-    const parts = [{snapshot: snapshotBytes, made: snapshot === 'made'}, {module: wasmModule}];
+    // WebAssembly.Module) costs only that part. A snapshot new to the cache (made here, or the build's) is
+    // stored by the page (`made`).
+    const parts = [{snapshot: snapshotBytes, made: fresh(snapshot)}, {module: wasmModule}];
     // the snapshot's 21 MB moved, not copied (50-70 ms of this thread in Chromium): this Pyodide has restored or
     // made it and keeps no use for them
     const whole = snapshotBytes && snapshotBytes.byteOffset === 0

@@ -63,6 +63,7 @@ export class Runtime {
       // a built package names its core wheel (and hash) itself
       this.coreWheelURL = this.config.coreWheel.url;
       this.coreWheelSha256 = this.config.coreWheel.sha256;
+      this.snapshotAsset = this.config.snapshotAsset || null;
       this.manifestPromise = Promise.resolve(this.config.coreWheel);
       this.#progress('manifest', 'core wheel named by the package');
     }
@@ -72,6 +73,9 @@ export class Runtime {
         const m = await r.json();
         this.coreWheelURL = new URL(m.wheel, this.config.coreManifestURL).href;
         this.coreWheelSha256 = m.sha256;
+        // the build's Pyodide snapshot (scripts/make_snapshot.mjs), when it was built
+        const snap = m.snapshot;
+        this.snapshotAsset = snap ? {...snap, url: new URL(snap.url, this.config.coreManifestURL).href} : null;
         this.#progress('manifest', 'core manifest loaded');
         return m;
       });
@@ -92,7 +96,8 @@ export class Runtime {
       lockFileURL: this.config.lockFileURL, unzip: this.config.unzip !== false,
       siteCache: this.config.siteCache !== false, siteScope: 'page', early: this.config.early !== false,
       stdlibCode: this.config.stdlibCode !== false,
-      snapshot: {use: true, make: true, given: handed.snapshot || null, givenNew: !!handed.made},
+      snapshot: {use: true, make: true, given: handed.snapshot || null, givenNew: !!handed.made,
+        prebuilt: this.prebuilt()},
       wasmModule: handed.module || null,
       wheels: [{url: this.coreWheelURL, sha256: this.coreWheelSha256}],
       mark: (stage) => {
@@ -144,7 +149,13 @@ export class Runtime {
   /** What every execution worker's 'init' carries (this one, and further ones: pool.js); after #manifest(). */
   engineInit() {
     return {pyodideURL: this.config.pyodideURL, lockFileURL: this.config.lockFileURL,
-      coreWheelURL: this.coreWheelURL, coreWheelSha256: this.coreWheelSha256};
+      coreWheelURL: this.coreWheelURL, coreWheelSha256: this.coreWheelSha256, snapshotAsset: this.prebuilt()};
+  }
+
+  /** The build's snapshot for a Pyodide without a cached one; WEBNN_POLYFILL_CONFIG.prebuiltSnapshot = false:
+   * none, for the page's and the workers' (a worker's own switch is its URL's ?prebuilt=0). */
+  prebuilt() {
+    return this.config.prebuiltSnapshot === false ? null : this.snapshotAsset || null;
   }
 
   #workerLost(worker, reason) {

@@ -9,6 +9,12 @@
 // 0.27, and site-packages lives in the JS file system, outside the heap, so both instances still load their
 // packages after a restore. Pyodide checks the snapshot's magic number and build id itself; a snapshot that
 // is missing, truncated, of another build, or fails to start is dropped and the instance boots normally.
+//
+// A first visit finds no snapshot in Cache Storage: it restores the build's own (`prebuilt`, made under Node by
+// scripts/make_snapshot.mjs and served gzipped next to the bundle, its sha256 in the asset manifest) instead of
+// starting CPython, and stores it like one made here.  Every visitor of one build restores the same heap: what
+// CPython seeded at start-up is shared, so `random`'s generator is seeded again after every restore (the str and
+// bytes hash secret cannot be: every dict holds hashes made with it; see docs/performance.md).
 
 const CACHE = 'webnn-polyfill-pyodide-snapshot';
 const FORMAT = 1;  // bump to orphan snapshots made by older polyfill code
@@ -76,16 +82,50 @@ export function prefetchSnapshot(indexURL, version) {
   return readSnapshot(snapshotKey(indexURL, version || 'unknown'));
 }
 
+const hexToBase64 = (hex) => btoa(String.fromCharCode(...hex.match(/../g).map((h) => parseInt(h, 16))));
+
+/**
+ * The build's snapshot ({url, sha256, size}: size inflated), fetched with its sha256 as the fetch's integrity and
+ * inflated (DecompressionStream: gzip's CRC is checked too); a server that already decoded it (Content-Encoding)
+ * hands over the snapshot itself.  Throws on anything else.
+ */
+export async function fetchPrebuilt({url, sha256, size}) {
+  if (!/^[0-9a-f]{64}$/.test(sha256 || '') || !(size > 0)) throw new Error('no sha256 or size for it');
+  const response = await fetch(url, {integrity: `sha256-${hexToBase64(sha256)}`});
+  if (!response.ok) throw new Error(`HTTP ${response.status} for ${url}`);
+  const packed = new Uint8Array(await response.arrayBuffer());
+  if (packed.length === size && !(packed[0] === 0x1f && packed[1] === 0x8b)) return packed;
+  if (typeof DecompressionStream !== 'function') throw new Error('no DecompressionStream');
+  const stream = new DecompressionStream('gzip');
+  const writer = stream.writable.getWriter();
+  writer.write(packed).catch(() => {});
+  writer.close().catch(() => {});
+  const reader = stream.readable.getReader();
+  const out = new Uint8Array(size);  // a fresh buffer: Pyodide reads its header through a Uint32Array
+  let n = 0;
+  for (;;) {
+    const {done, value} = await reader.read();
+    if (done) break;
+    if (n + value.length > size) throw new Error(`more than the ${size} bytes the manifest says`);
+    out.set(value, n);
+    n += value.length;
+  }
+  if (n !== size) throw new Error(`${n} bytes, the manifest says ${size}`);
+  return out;
+}
+
 /**
  * loadPyodide(options), from a usable snapshot: `given` bytes (the worker's, handed to the page; `givenNew`: it
  * has just made them, store them), else the cached one when `use` (`cached`: prefetchSnapshot's promise of it).
  * With `make`, an instance that booted without one takes one (before anything else runs in it) and, with `store`,
- * stores it for the next visit.
- * Resolves to {py, snapshot, bytes}: snapshot is 'handed' (from `given`), 'loaded' (from the cache), 'made' or
- * 'none'; bytes is the snapshot restored or made, for another instance.
+ * stores it for the next visit.  `prebuilt` ({url, sha256, size}: fetchPrebuilt) is restored, and stored like a
+ * snapshot made here, when no cached one was (`use`); `mark('snapshotFetched')` once its bytes are inflated.
+ * Resolves to {py, snapshot, bytes}: snapshot is 'handed' (from `given`), 'loaded' (from the cache), 'prebuilt'
+ * (the build's), 'made' or 'none'; bytes is the snapshot restored or made, for another instance.
  */
 export async function startPyodide(loadPyodide, version, options,
-  {make = false, use = true, store = true, given = null, givenNew = false, cached: prefetched = null} = {}) {
+  {make = false, use = true, store = true, given = null, givenNew = false, cached: prefetched = null,
+    prebuilt = null, mark = () => {}} = {}) {
   if (given) {
     try {
       const py = await restore(loadPyodide, options, given);
@@ -110,6 +150,18 @@ export async function startPyodide(loadPyodide, version, options,
       }
     }
   }
+  if (prebuilt) {
+    // fetched and inflated while loadPyodide fetches and runs pyodide.asm.js (it awaits the bytes after that)
+    const fetching = fetchPrebuilt(prebuilt).then((bytes) => { mark('snapshotFetched'); return bytes; });
+    try {
+      const py = await restore(loadPyodide, options, fetching);
+      const bytes = await fetching;
+      if (cached && store) writeSnapshot(key, bytes);  // not awaited, as below
+      return {py, snapshot: 'prebuilt', bytes};
+    } catch (e) {
+      console.warn(`WebNN polyfill: the build's Pyodide snapshot is not usable: ${e && e.message ? e.message : e}`);
+    }
+  }
   if (!make) return {py: await loadPyodide(options), snapshot: 'none', bytes: null};
   const py = await loadPyodide({...options, _makeSnapshot: true});
   try {
@@ -121,10 +173,19 @@ export async function startPyodide(loadPyodide, version, options,
   }
 }
 
+// `bytes`: a snapshot, or a promise of one (Pyodide awaits it once its script has run)
 async function restore(loadPyodide, options, bytes) {
   // a heap of the wrong size makes loadPyodide hang rather than throw
-  if (!wellFormed(bytes)) throw new Error('not a snapshot of this Pyodide (magic number or heap size)');
-  const py = await loadPyodide({...options, _loadSnapshot: bytes});
-  if (py.runPython('1 + 1') !== 2) throw new Error('the restored interpreter does not compute');
+  const checked = Promise.resolve(bytes).then((b) => {
+    if (!wellFormed(b)) throw new Error('not a snapshot of this Pyodide (magic number or heap size)');
+    return b;
+  });
+  checked.catch(() => {});  // loadPyodide awaits it only after its script ran: not an unhandled rejection before
+  const py = await loadPyodide({...options, _loadSnapshot: checked});
+  // each restore of one snapshot would draw the same `random` numbers: seed it again from the browser's entropy
+  // (os.urandom), as CPython's start did (Pyodide 0.27 imports it at start-up)
+  if (py.runPython('import sys\nif "random" in sys.modules: sys.modules["random"].seed()\n1 + 1') !== 2) {
+    throw new Error('the restored interpreter does not compute');
+  }
   return py;
 }

@@ -42,7 +42,7 @@ RUN = """async () => {
   const y = Array.from(new Float32Array(await ctx.readTensor(yt)));
   const snapshot = webnnPolyfill.bootTimings.snapshot;
   const cache = await caches.open('webnn-polyfill-pyodide-snapshot');
-  for (let i = 0; snapshot.worker === 'made' && i < 200 && !(await cache.keys()).length; i++) {
+  for (let i = 0; ['made', 'prebuilt'].includes(snapshot.worker) && i < 200 && !(await cache.keys()).length; i++) {
     await new Promise((r) => setTimeout(r, 50));
   }
   return {y, snapshot, wasm: webnnPolyfill.bootTimings.wasm, isolated: self.crossOriginIsolated, config: webnnPolyfill.config,
@@ -129,6 +129,11 @@ def test_package_layout(dist_dir: Path) -> None:
     # and the hash follows the content: the worker's name is its sha256
     (worker,) = (dist_dir / "assets").glob("webnn-worker.*.js")
     assert worker.name == f"webnn-worker.{hashlib.sha256(worker.read_bytes()).hexdigest()[:16]}.js"
+    # the build's Pyodide snapshot (make snapshot), named in the entry script with its sha256
+    (snapshot,) = (dist_dir / "assets").glob("pyodide-snapshot.*.bin.gz")
+    digest = hashlib.sha256(snapshot.read_bytes()).hexdigest()
+    assert snapshot.name == f"pyodide-snapshot.{digest[:16]}.bin.gz"
+    assert digest in (dist_dir / "webnn-polyfill.js").read_text()
 
 
 def test_one_script_tag_from_another_origin_and_the_snapshot(browser: Any, browser_name: str, cdn: StaticHost,
@@ -139,9 +144,10 @@ def test_one_script_tag_from_another_origin_and_the_snapshot(browser: Any, brows
         assert first["config"]["workerURL"].startswith(cdn.url)
         assert first["config"]["pyodideURL"].startswith(cdn.url)
         assert first["stats"]["native"] == 1  # the wasm C kernels came with the package's core wheel
-        # the page's origin keeps the snapshot in its Cache Storage (the worker, from a blob URL, has the page's
-        # origin); the worker hands it to the page's Pyodide, and the next visit starts from it
-        assert first["snapshot"] == {"page": "handed", "worker": "made"}
+        # the worker restores the package's snapshot (from the CDN, its sha256 checked) and hands it to the page's
+        # Pyodide; the page's origin keeps it in its Cache Storage (the worker, from a blob URL, has the page's
+        # origin), and the next visit starts from that
+        assert first["snapshot"] == {"page": "handed", "worker": "prebuilt"}
         # the worker's compiled pyodide.asm.wasm, not compiled again (not sent in Firefox: runtime.js)
         assert first["wasm"] == ("handed" if browser_name == "chromium" else "compiled")
         second = _visit(context, f"{site}one-tag.html")

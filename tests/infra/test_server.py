@@ -183,6 +183,24 @@ def test_manifest_and_wheel_download(client: TestClient) -> None:
     )
 
 
+def test_manifest_names_the_build_snapshot_when_there_is_one(client: TestClient, repo: Path) -> None:
+    # what scripts/make_snapshot.mjs writes beside the bundle; a snapshot of another Pyodide is not offered
+    dist = repo / "polyfill" / "dist"
+    assert "snapshot" not in client.get("/core/manifest.json").json()
+    gz = b"\x1f\x8b fake snapshot"
+    (dist / "pyodide-snapshot.bin.gz").write_bytes(gz)
+    meta = {"file": "pyodide-snapshot.bin.gz", "sha256": hashlib.sha256(gz).hexdigest(), "size": len(gz),
+            "snapshotSize": 65600, "pyodide": PYODIDE_VERSION}
+    (dist / "pyodide-snapshot.json").write_text(json.dumps(meta))
+    snapshot = client.get("/core/manifest.json").json()["snapshot"]
+    assert snapshot == {"url": "/polyfill/pyodide-snapshot.bin.gz", "sha256": meta["sha256"], "size": 65600}
+    served = client.get(snapshot["url"])
+    assert served.content == gz and served.headers["content-type"] == "application/gzip"
+    assert "content-encoding" not in served.headers  # the polyfill inflates it itself
+    (dist / "pyodide-snapshot.json").write_text(json.dumps({**meta, "pyodide": "0.0.1"}))
+    assert "snapshot" not in client.get("/core/manifest.json").json()
+
+
 def test_wheel_rebuilt_on_change_and_unknown_hash_404(client: TestClient, repo: Path) -> None:
     old = client.get("/core/manifest.json").json()
     assert client.get("/core/manifest.json").json() == old  # no change, same wheel
