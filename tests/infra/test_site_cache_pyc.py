@@ -6,16 +6,8 @@ X.py").  Written with another modification time, none match: the check is not va
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-from pathlib import Path
-
-import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-NODE = shutil.which("node")
-pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
+from collections.abc import Callable
+from typing import Any
 
 SCRIPT = """
 import {nodePyodide, copyTree, root} from '%(root)s/scripts/pyodide_node.mjs';
@@ -44,13 +36,8 @@ console.log(JSON.stringify(out));
 """
 
 
-def test_cached_pyc_are_loaded_and_only_with_the_fixed_mtime() -> None:
-    if not list(Path.home().glob(".cache/pyodide-webnn/pyodide-*/pyodide.asm.wasm")):
-        pytest.skip("no Pyodide assets (scripts/fetch_assets.py)")
-    run = subprocess.run([NODE, "--input-type=module", "-e", SCRIPT % {"root": ROOT}], capture_output=True,
-                         text=True, timeout=600, cwd=ROOT)
-    assert run.returncode == 0, run.stderr[-2000:]
-    out = json.loads(run.stdout.strip().splitlines()[-1])
+def test_cached_pyc_are_loaded_and_only_with_the_fixed_mtime(run_in_pyodide_node: Callable[[str], Any]) -> None:
+    out = run_in_pyodide_node(SCRIPT)
     same, other = out["same"], out["other"]
     assert len(same["pyc"]) >= 10  # the builder's modules
     assert same["matches"] == len(same["pyc"]) and same["fromSource"] == 0

@@ -7,16 +7,8 @@ methods dataclasses compiles from text are kept too and still work; a file that 
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-from pathlib import Path
-
-import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-NODE = shutil.which("node")
-pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
+from collections.abc import Callable
+from typing import Any
 
 SCRIPT = """
 import {nodePyodide} from '%(root)s/scripts/pyodide_node.mjs';
@@ -66,13 +58,8 @@ console.log(JSON.stringify(out));
 """
 
 
-def test_stdlib_code_is_reused_only_for_the_same_source() -> None:
-    if not list(Path.home().glob(".cache/pyodide-webnn/pyodide-*/pyodide.asm.wasm")):
-        pytest.skip("no Pyodide assets (scripts/fetch_assets.py)")
-    run = subprocess.run([NODE, "--input-type=module", "-e", SCRIPT % {"root": ROOT}], capture_output=True,
-                         text=True, timeout=600, cwd=ROOT)
-    assert run.returncode == 0, run.stderr[-2000:]
-    out = json.loads(run.stdout.strip().splitlines()[-1])
+def test_stdlib_code_is_reused_only_for_the_same_source(run_in_pyodide_node: Callable[[str], Any]) -> None:
+    out = run_in_pyodide_node(SCRIPT)
     assert out["saved"] >= 5  # dataclasses, json and its submodules at least
     assert out["savedAgain"] == 0
     zipped = "/lib/python312.zip/dataclasses.py"
