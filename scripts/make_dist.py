@@ -8,7 +8,7 @@
       assets/pyodide-lock.<hash>.json   Pyodide's lock, cut to NumPy and extended with py_core (pyodide-lock)
       assets/pyodide-<hash>/            the Pyodide core (its file names are fixed by Pyodide: the folder is hashed)
       assets/numpy-<hash>/numpy-....whl, assets/py_core-<hash>/py_core-....whl   (wheel names are fixed too)
-      assets/pyodide-snapshot.<hash>.bin.gz   the Pyodide memory snapshot a first visit restores (make snapshot)
+      assets/pyodide-snapshot.<hash>.bin-gz   the Pyodide memory snapshot a first visit restores (make snapshot)
       *.br, *.gz                        precompressed siblings, for servers that negotiate Content-Encoding
 
 Every asset a browser may cache has its content hash in its path, so a server can send them with
@@ -96,6 +96,9 @@ def hashed_dir(assets: Path, stem: str, files: dict[str, bytes]) -> Path:
     for name, data in files.items():
         (folder / name).write_bytes(data)
     return folder
+
+
+SNAPSHOT_SUFFIX = ".bin-gz"  # the build's Pyodide snapshot, gzipped (see where it is written)
 
 
 def hashed_file(assets: Path, stem: str, suffix: str, data: bytes) -> Path:
@@ -218,7 +221,10 @@ def build(out: Path, compress: bool = True) -> dict[str, object]:
         print("make_dist: no Pyodide snapshot built (make snapshot): first visits start CPython", file=sys.stderr)
     else:
         data = (settings.polyfill_dist / Path(snapshot["url"]).name).read_bytes()
-        path = hashed_file(assets, "pyodide-snapshot", ".bin.gz", data)
+        # not ".gz": the package's "files" leave the precompressed siblings (*.gz) out of the tarball, and a server
+        # may send a .gz with Content-Encoding: gzip, so the browser inflates it and the sha256 (of the gzip
+        # bytes, checked as the fetch's integrity) no longer matches
+        path = hashed_file(assets, "pyodide-snapshot", SNAPSHOT_SUFFIX, data)
         asset_map["snapshot"] = {"url": rel(path), "sha256": snapshot["sha256"], "size": snapshot["size"]}
     define = {"__WEBNN_DIST__": json.dumps(asset_map)}
     (out / "webnn-polyfill.js").write_bytes(esbuild("index.js", "iife", define))

@@ -84,17 +84,21 @@ export function prefetchSnapshot(indexURL, version) {
 
 const hexToBase64 = (hex) => btoa(String.fromCharCode(...hex.match(/../g).map((h) => parseInt(h, 16))));
 
+// A first visit gives up on the build's snapshot (and starts CPython) when its download has not finished by then:
+// a stalled fetch must not hang the boot.  5.3 MB at 2.5 Mbit/s takes 17 s.
+const PREBUILT_TIMEOUT_MS = 20000;
+
 /**
- * The build's snapshot ({url, sha256, size}: size inflated), fetched with its sha256 as the fetch's integrity and
- * inflated (DecompressionStream: gzip's CRC is checked too); a server that already decoded it (Content-Encoding)
- * hands over the snapshot itself.  Throws on anything else.
+ * The build's snapshot ({url, sha256, size}: size inflated), fetched with its sha256 (of the gzip bytes) as the
+ * fetch's integrity and inflated (DecompressionStream: gzip's CRC is checked too).  Throws on anything else,
+ * including a server that sent it with Content-Encoding: gzip (the browser inflated it: the integrity fails).
  */
 export async function fetchPrebuilt({url, sha256, size}) {
   if (!/^[0-9a-f]{64}$/.test(sha256 || '') || !(size > 0)) throw new Error('no sha256 or size for it');
-  const response = await fetch(url, {integrity: `sha256-${hexToBase64(sha256)}`});
+  const signal = typeof AbortSignal.timeout === 'function' ? AbortSignal.timeout(PREBUILT_TIMEOUT_MS) : undefined;
+  const response = await fetch(url, {integrity: `sha256-${hexToBase64(sha256)}`, signal});
   if (!response.ok) throw new Error(`HTTP ${response.status} for ${url}`);
   const packed = new Uint8Array(await response.arrayBuffer());
-  if (packed.length === size && !(packed[0] === 0x1f && packed[1] === 0x8b)) return packed;
   if (typeof DecompressionStream !== 'function') throw new Error('no DecompressionStream');
   const stream = new DecompressionStream('gzip');
   const writer = stream.writable.getWriter();

@@ -130,10 +130,17 @@ def test_package_layout(dist_dir: Path) -> None:
     (worker,) = (dist_dir / "assets").glob("webnn-worker.*.js")
     assert worker.name == f"webnn-worker.{hashlib.sha256(worker.read_bytes()).hexdigest()[:16]}.js"
     # the build's Pyodide snapshot (make snapshot), named in the entry script with its sha256
-    (snapshot,) = (dist_dir / "assets").glob("pyodide-snapshot.*.bin.gz")
+    (snapshot,) = (dist_dir / "assets").glob("pyodide-snapshot.*.bin-gz")
     digest = hashlib.sha256(snapshot.read_bytes()).hexdigest()
-    assert snapshot.name == f"pyodide-snapshot.{digest[:16]}.bin.gz"
+    assert snapshot.name == f"pyodide-snapshot.{digest[:16]}.bin-gz"
     assert digest in (dist_dir / "webnn-polyfill.js").read_text()
+    # and the npm package carries it (its "files" leave the precompressed *.gz / *.br siblings out)
+    packed = subprocess.run(["npm", "pack", "--dry-run", "--json"], cwd=dist_dir, capture_output=True, text=True,
+                            timeout=120)
+    assert packed.returncode == 0, packed.stderr[-2000:]
+    listed = {f["path"] for f in json.loads(packed.stdout)[0]["files"]}
+    assert {f"assets/{snapshot.name}", f"assets/{worker.name}", "webnn-polyfill.js"} <= listed
+    assert not any(p.endswith((".gz", ".br")) for p in listed)
 
 
 def test_one_script_tag_from_another_origin_and_the_snapshot(browser: Any, browser_name: str, cdn: StaticHost,

@@ -174,11 +174,6 @@ def test_the_python_side_sizes_the_packing_buffers_as_the_c_file_does(n: int, k:
     assert native.sgemm_work_size(n, k) == native._LIB.wk_sgemm_work(n, k)
     assert native.packed_b_size(n, k) == native._LIB.wk_packed_b_size(n, k)
     assert native.depthwise_work_size(3, 3, (2, 1), (1, 1), n, k) == native._LIB.wk_depthwise_nchw_work(n, k, 2, 1)
-    for geometry in [(k, n, n, 3, 3, 1, 1, 1, 1, n, n), (k, n, n + 2, 3, 3, 1, 1, 1, 1, n, n),
-                     (k, 2 * n, 2 * n, 3, 3, 2, 2, 1, 1, n, n), (k, n, n, 5, 5, 1, 1, 20, 1, n, n)]:
-        c, h, w, kh, kw, sh, sw, dh, dw, oh, ow = geometry
-        assert native.conv_nchw_work_size(c, h, w, kh, kw, (sh, sw), (dh, dw), oh, ow) == \
-            native._LIB.wk_conv_nchw_work(*geometry)
 
 
 def test_packed_conv2d_keeps_numpy_when_the_geometry_does_not_fit() -> None:

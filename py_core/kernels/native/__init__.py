@@ -85,18 +85,13 @@ def depthwise_work_size(kh: int, kw: int, strides: Sequence[int], dilations: Seq
 
 def conv_nchw_work_size(c: int, h: int, w: int, kh: int, kw: int, strides: Sequence[int],
                         dilations: Sequence[int], oh: int, ow: int) -> int:
-    """Floats of wk_conv_nchw's work buffer: at strides of 1 or 2 (rows of 8 outputs or more, dilated windows up
-    to 64 further, a copy at most about twice the input) the zero-padded copy of the image its product reads in
-    place, else one packed block of the gathered columns."""
+    """Floats of wk_conv_nchw's work buffer (the zero-padded copy of the image at strides of 1 or 2, else one
+    packed block of the gathered columns), asked of the C file itself: the kernel picks its path by the same rule,
+    so the buffer and what it writes can never disagree."""
+    assert _LIB is not None
     sh, sw = strides
     dh, dw = dilations
-    if sh in (1, 2) and sw in (1, 2) and ow >= 8 and (kh - 1) * dh <= 64 and (kw - 1) * dw <= 64 \
-            and max(oh, ow) <= 2**24:
-        wp = (ow - 1) * sw + (kw - 1) * dw + 1
-        plane = ((oh - 1) * sh + (kh - 1) * dh + 1) * (wp + wp % 2 if sw == 2 else wp)
-        if c * plane <= 2 * c * h * w + 2**16:
-            return c * plane + 8
-    return sgemm_work_size(oh * ow, c * kh * kw)
+    return int(_LIB.wk_conv_nchw_work(c, h, w, kh, kw, sh, sw, dh, dw, oh, ow))
 
 
 def packed_b_size(n: int, k: int) -> int:
