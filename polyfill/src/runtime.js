@@ -44,10 +44,13 @@ export class Runtime {
   #progress(stage, message) {
     // Stages after boot (e.g. the worker loading SciPy BLAS for a large graph) are reported, not counted.
     if (stage === 'worker-runtime' && !this.handoff) this.releasePage();  // else its handoff releases it
-    // when the site-packages entries were stored (page clock; sitecache.js): message 'numpy' or 'wheels'
+    // when the site-packages entries were stored (page clock; sitecache.js): message 'numpy' or 'wheels'.  A
+    // timing only, not a progress event: it often comes after the graph is built, and a page showing progress
+    // as "loading" (examples/webnn-app) would show it over its result
     if (stage === 'worker-site-stored') {
       this.timings.siteStored = {...this.timings.siteStored,
         [`worker-${message}`]: Math.round(performance.now() - this.t0)};
+      return;
     }
     if (STAGES.includes(stage)) {
       this.done.add(stage);
