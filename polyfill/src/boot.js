@@ -150,6 +150,9 @@ const isSha256 = (h) => /^[0-9a-f]{64}$/.test(h || '');
 // before the carrier's files are read, so it holds what NumPy's and the core's imports compiled.
 class SiteEntries {
   constructor(indexURL, version, scope, stdlibCode, mark) {
+    // entries stored without the standard library's code (stdlibCode off: a switch for comparisons) under keys of
+    // their own: a later visit with it on would restore such a carrier, find no code file and never store one
+    scope = stdlibCode ? scope : `${scope}-nostdlib`;
     Object.assign(this, {indexURL, version, scope, stdlibCode, mark, early: null, parts: null});
   }
 

@@ -5,7 +5,7 @@ the wheels, also when the first closed as soon as its graph had run (the bench's
 bytes no longer match its sha256, or they do but do not parse) is dropped, that wheel is installed again and a
 fresh entry is stored; ?sitecache=0 neither reads nor stores one.  The core's entries also hold the standard
 library's code compiled during the imports (polyfill/src/stdlibpyc.js), which the next visit's Pyodides use;
-?stdlibcode=0 stores the entries without it."""
+?stdlibcode=0 stores the entries without it, under keys of their own."""
 
 from __future__ import annotations
 
@@ -169,5 +169,10 @@ def test_stdlibcode_0_stores_no_standard_library_code(browser: Any, dev_server: 
         assert len(entries) == 3 and not any(STDLIB_CODE in e["paths"] for e in entries.values())
         again = _visit(context, url)
         assert again["numpy"] == "cached" and again["stdlibCode"] == {"page": 0, "worker": 0}
+        # a default visit after them stores entries of its own (with the code) rather than restoring those
+        default = _visit(context, f"{dev_server}/perf/", 6)
+        assert default["numpy"] == "unzipped" and default["stdlibCode"] == {"page": 0, "worker": 0}
+        entries = _entries(context, url, 6)
+        assert len(entries) == 6 and sum(STDLIB_CODE in e["paths"] for e in entries.values()) == 2
     finally:
         context.close()
