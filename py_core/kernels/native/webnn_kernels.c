@@ -359,7 +359,6 @@ DEF_MICRO_(1, 3)
 DEF_MICRO_(1, 2)
 DEF_MICRO_(1, 1)
 
-/* C[i0:i1, n0:n0+n] from one packed K block (rows k0..k0+kc of B, columns n0..n0+n) */
 /* one load per 64-byte line of A's rows [m0, m1) x columns [k0, k0 + kc) (row-major A): the micro-kernels'
  * first pass over a block of weights that come from memory (a network's run reads each layer's weights once)
  * read two rows at a time, 1-2 lines each per 16 steps, which the hardware prefetchers hardly follow; these
@@ -378,6 +377,7 @@ static __attribute__((noinline)) float touch_rows(const float *A, i64 ar, i64 m0
 
 static volatile float touch_sink;
 
+/* C[i0:i1, n0:n0+n] from one packed K block (rows k0..k0+kc of B, columns n0..n0+n) */
 static void gemm_block(i64 i0, i64 i1, i64 n0, i64 n, i64 k0, i64 kc, const float *A, i64 ar, i64 ak,
                        const float *packed, float *C, i64 ldc, int first, int last, const epilogue *e) {
   for (i64 m0 = i0; m0 < i1; m0 += MC) {
@@ -414,7 +414,7 @@ static void gemm_block(i64 i0, i64 i1, i64 n0, i64 n, i64 k0, i64 kc, const floa
   }
 }
 
-
+/* a shuffle of two vectors' lanes (0-3 from a, 4-7 from b) in clang's builtin (wasm) or gcc's (the host build) */
 #if defined(__clang__)
 #define SHUF(a, b, i, j, k, l) __builtin_shufflevector((a), (b), i, j, k, l)
 #else
@@ -515,13 +515,8 @@ typedef struct {
   const float *x;
 } conv_geometry;
 
-#if defined(__clang__)
-#define EVEN_LANES(a, b) __builtin_shufflevector((a), (b), 0, 2, 4, 6)
-#define ODD_LANES(a, b) __builtin_shufflevector((a), (b), 1, 3, 5, 7)
-#else
-#define EVEN_LANES(a, b) __builtin_shuffle((a), (b), (v4i){0, 2, 4, 6})
-#define ODD_LANES(a, b) __builtin_shuffle((a), (b), (v4i){1, 3, 5, 7})
-#endif
+#define EVEN_LANES(a, b) SHUF(a, b, 0, 2, 4, 6)
+#define ODD_LANES(a, b) SHUF(a, b, 1, 3, 5, 7)
 
 /* dst[0, len) = row[iw0 + q * sw] where that column is inside [0, W), else 0 (row NULL: all zeros) */
 static inline void gather_segment(float *dst, const float *row, i64 iw0, i64 sw, i64 len, i64 W) {
