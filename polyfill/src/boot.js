@@ -8,6 +8,7 @@
 // one place, the file PYODIDE_VERSION (read by web/settings.py, scripts/fetch_assets.py and, for the Node
 // runners, scripts/pyodide_node.mjs).
 
+import {isSha256} from './digest.js';
 import {importPyodide, inServiceWorker} from './load-pyodide.js';
 import {prefetchSnapshot, startPyodide} from './snapshot.js';
 import {installNumpy, installWheel, numpyLockEntry} from './wheels.js';
@@ -137,8 +138,6 @@ function stdlib(run) {
     console.warn(`WebNN polyfill: standard library code cache: ${e && e.message ? e.message : e}`);
   }
 }
-
-const isSha256 = (h) => /^[0-9a-f]{64}$/.test(h || '');
 
 // The cached site-packages entries of one Pyodide, one per wheel ('numpy' and each of `wheels`): read early
 // (prefetch), written into the file system once Pyodide runs (restore), stored for those installed instead

@@ -20,6 +20,7 @@
 // match (damaged storage), or that does not parse, is deleted and the visit installs that wheel as if there were
 // none, then stores a fresh entry.  No Cache Storage (plain http, some private modes): nothing is kept.
 
+import {hex} from './digest.js';
 import {openCache} from './snapshot.js';
 
 const CACHE = 'webnn-polyfill-site';
@@ -62,8 +63,6 @@ export function wheelPaths(FS, dir, tops) {
 export function wheelTree(FS, dir, tops) {
   return wheelPaths(FS, dir, tops).map((path) => ({path, data: FS.readFile(`${dir}/${path}`)}));
 }
-
-const hex = (buffer) => Array.from(new Uint8Array(buffer), (b) => b.toString(16).padStart(2, '0')).join('');
 
 /** [{path, data}] from the entry at key, or null (none, no Cache Storage, or damaged: then deleted). */
 export async function readSite(key, mark = () => {}) {

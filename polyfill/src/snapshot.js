@@ -16,6 +16,9 @@
 // CPython seeded at start-up is shared, so `random`'s generator is seeded again after every restore (the str and
 // bytes hash secret cannot be: every dict holds hashes made with it; see docs/performance.md).
 
+import {integrityOf} from './digest.js';
+import {inflate} from './inflate.js';
+
 const CACHE = 'webnn-polyfill-pyodide-snapshot';
 const FORMAT = 1;  // bump to orphan snapshots made by older polyfill code
 const SNAPSHOT_MAGIC = 1886286592;  // pyodide.asm.js's snapshot magic number (0.27)
@@ -82,8 +85,6 @@ export function prefetchSnapshot(indexURL, version) {
   return readSnapshot(snapshotKey(indexURL, version || 'unknown'));
 }
 
-const hexToBase64 = (hex) => btoa(String.fromCharCode(...hex.match(/../g).map((h) => parseInt(h, 16))));
-
 // A first visit gives up on the build's snapshot (and starts CPython) when its download has not finished by then:
 // a stalled fetch must not hang the boot.  5.3 MB at 2.5 Mbit/s takes 17 s.
 const PREBUILT_TIMEOUT_MS = 20000;
@@ -94,27 +95,16 @@ const PREBUILT_TIMEOUT_MS = 20000;
  * including a server that sent it with Content-Encoding: gzip (the browser inflated it: the integrity fails).
  */
 export async function fetchPrebuilt({url, sha256, size}) {
-  if (!/^[0-9a-f]{64}$/.test(sha256 || '') || !(size > 0)) throw new Error('no sha256 or size for it');
+  const integrity = integrityOf(sha256);
+  if (!integrity || !(size > 0)) throw new Error('no sha256 or size for it');
   const signal = typeof AbortSignal.timeout === 'function' ? AbortSignal.timeout(PREBUILT_TIMEOUT_MS) : undefined;
-  const response = await fetch(url, {integrity: `sha256-${hexToBase64(sha256)}`, signal});
+  const response = await fetch(url, {integrity, signal});
   if (!response.ok) throw new Error(`HTTP ${response.status} for ${url}`);
   const packed = new Uint8Array(await response.arrayBuffer());
   if (typeof DecompressionStream !== 'function') throw new Error('no DecompressionStream');
-  const stream = new DecompressionStream('gzip');
-  const writer = stream.writable.getWriter();
-  writer.write(packed).catch(() => {});
-  writer.close().catch(() => {});
-  const reader = stream.readable.getReader();
-  const out = new Uint8Array(size);  // a fresh buffer: Pyodide reads its header through a Uint32Array
-  let n = 0;
-  for (;;) {
-    const {done, value} = await reader.read();
-    if (done) break;
-    if (n + value.length > size) throw new Error(`more than the ${size} bytes the manifest says`);
-    out.set(value, n);
-    n += value.length;
-  }
-  if (n !== size) throw new Error(`${n} bytes, the manifest says ${size}`);
+  // a fresh buffer of its own: Pyodide reads the header through a Uint32Array
+  const out = await inflate('gzip', packed, size, 'the manifest');
+  if (out.length !== size) throw new Error(`${out.length} bytes, the manifest says ${size}`);
   return out;
 }
 

@@ -15,17 +15,11 @@
 // to loadPackage only where that is checked too (NumPy by name: Pyodide verifies it against its lock file) or
 // where there is nothing to check (no sha256 given).
 
+import {hex, integrityOf} from './digest.js';
+import {inflate} from './inflate.js';
 import {forgetListings, sitePackagesOf, writeTree} from './sitecache.js';
 
 const QUIET = {messageCallback: () => {}};
-
-function integrityOf(hexSha256) {
-  if (!/^[0-9a-f]{64}$/.test(hexSha256 || '')) return undefined;
-  const bytes = hexSha256.match(/../g).map((h) => parseInt(h, 16));
-  return `sha256-${btoa(String.fromCharCode(...bytes))}`;
-}
-
-const hex = (buffer) => Array.from(new Uint8Array(buffer), (b) => b.toString(16).padStart(2, '0')).join('');
 
 /** The bytes at url; with a sha256, only if they match it (SecurityError naming the file and both digests). */
 async function fetchVerified(url, sha256) {
@@ -83,7 +77,7 @@ const u32 = (b, i) => (b[i] | (b[i + 1] << 8) | (b[i + 2] << 16) | (b[i + 3] << 
 export async function readZip(bytes) {
   if (typeof DecompressionStream !== 'function') throw new Error('no DecompressionStream');
   return Promise.all(zipEntries(bytes).map(async ({path, method, size, raw}) => {
-    const data = method === 0 ? raw : await inflate(raw, size);
+    const data = method === 0 ? raw : await inflate('deflate-raw', raw, size, 'the zip');
     if (data.length !== size) throw new Error(`${path}: ${data.length} bytes inflated, ${size} expected`);
     return {path, data};
   }));
@@ -132,26 +126,6 @@ function zipEntries(bytes) {
     entries.push({path, method, size, raw});
   }
   return entries;
-}
-
-// raw deflate -> its `size` bytes (no Blob or Response: in Chromium each Blob is registered with the browser
-// process, which made 338 of them slower than CPython's inflate)
-async function inflate(raw, size) {
-  const stream = new DecompressionStream('deflate-raw');
-  const writer = stream.writable.getWriter();
-  writer.write(raw).catch(() => {});
-  writer.close().catch(() => {});
-  const reader = stream.readable.getReader();
-  const out = new Uint8Array(size);
-  let n = 0;
-  for (;;) {
-    const {done, value} = await reader.read();
-    if (done) break;
-    if (n + value.length > size) throw new Error(`more than the ${size} bytes the zip says`);
-    out.set(value, n);
-    n += value.length;
-  }
-  return n === size ? out : out.subarray(0, n);
 }
 
 // install()'s answer ('unzipped' or 'unpacked') when it worked; otherwise false, and says why, so the caller
