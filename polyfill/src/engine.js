@@ -100,15 +100,18 @@ export function createEngine({post, close, switches}) {
     stages.numpyImport = Math.round(performance.now() - t0);
     // NumPy's files and .pyc for the next visit (sitecache.js), on their way before the core's import holds this
     // thread: stored after the graph was built, they had often not been written when a short visit ended
-    const stored = (group) => ({stored: done}) => done.then((ok) => ok && progress('worker-site-stored', group));
-    stored('numpy')(await booted.storeSite(['numpy']));
+    const store = async (group) => {
+      const {stored} = await booted.storeSite([group]);
+      stored.then((ok) => ok && progress('worker-site-stored', group));
+    };
+    await store('numpy');
     glue = pyodide.pyimport('py_core.bridge.pyodide_glue');
     if (msg.direct !== false && switches.get('direct') !== '0') {
       // tensors: id -> {ctx, index (its entry in the table), n (bytes), error (of the last dispatch writing it)}
       direct = {table: unwrap(glue.enable_direct()), tensors: new Map(), free: [], next: 0,
         bound: new Map(), nextBound: 1, run: glue.run, bind: glue.bind, cRuns: 0};
     }
-    stored('wheels')(await booted.storeSite(['wheels']));  // the core wheel's, likewise
+    await store('wheels');  // the core wheel's, likewise
     stages.core = Math.round(performance.now() - t0);
     progress('worker-core', 'core loaded');
     return {ok: true, snapshot: booted.snapshot, numpy: booted.numpy, wheels: booted.wheels, stages,

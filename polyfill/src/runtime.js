@@ -141,10 +141,10 @@ export class Runtime {
     // 'loadPackage' (fallback)
     if (ready && ready.numpy) this.timings.numpy = ready.numpy;
     if (ready && ready.wheels) this.timings.wheels = {...this.timings.wheels, worker: ready.wheels};
-    if (ready && ready.stages) this.timings.worker = ready.stages;
+    if (ready && ready.stages) this.timings.worker = ready.stages;  // ms on the worker's own clock
     if (ready && ready.stdlibCode !== undefined) {
       this.timings.stdlibCode = {...this.timings.stdlibCode, worker: ready.stdlibCode};
-    }  // ms on the worker's own clock
+    }
     this.worker = worker;
     return worker;
   }
