@@ -1,7 +1,8 @@
 """The worker's engine with and without its fast paths, in real browsers: by default NumPy and the core wheel are
 unzipped in JavaScript (polyfill/src/wheels.js) and the C kernels run; with ?unzip=0 both Pyodides unpack them with
 CPython's zipfile; with ?unpack=0&native=0 the worker installs both with Pyodide's loadPackage and runs the NumPy
-kernels.  All give the float64 answer."""
+kernels; with ?early=0&prebuilt=0 the boot's steps run one after another and CPython starts on a first visit.
+All give the float64 answer."""
 
 from __future__ import annotations
 
@@ -67,3 +68,34 @@ def test_worker_engine_paths_agree_with_float64(browser: Any, dev_server: str, q
     got = np.array(out["y"], np.float32).reshape(1, 4, 6, 6)
     # 72-term float32 sums, then sigmoid (WPT allows 34 ulp for it): far inside 1e-5 of values in (0.5, 1)
     np.testing.assert_allclose(got, _reference(x, w), rtol=0, atol=1e-5)
+
+
+def test_steps_one_after_another_and_no_build_snapshot(browser: Any, dev_server: str) -> None:
+    """?early=0 (boot.js startEarly off: no early import, compile, snapshot or site-cache reads) with ?prebuilt=0
+    (CPython starts on a first visit): the first visit makes the snapshot and stores the site entries, the second
+    restores both, read only once Pyodide runs; both give the float64 answer."""
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((1, 8, 6, 6)).astype(np.float32)
+    w = (rng.standard_normal((4, 8, 3, 3)) * 0.3).astype(np.float32)
+    context = browser.new_context()
+    visits = []
+    try:
+        for want in (3, 0):  # the first visit waits until its 3 site entries are stored
+            page, errors = open_page(context, f"{dev_server}/perf/?early=0&prebuilt=0", BOOT_MS)
+            out = page.evaluate(RUN_JS, {"x": x.ravel().tolist(), "w": w.ravel().tolist()})
+            out["snapshot"] = page.evaluate("webnnPolyfill.bootTimings.snapshot")
+            page.evaluate("""async (want) => {
+              const cache = await caches.open('webnn-polyfill-site');
+              for (let i = 0; i < 400 && (await cache.keys()).length < want; i++) await new Promise((r) => setTimeout(r, 50));
+            }""", want)
+            page.close()
+            assert not errors
+            visits.append(out)
+    finally:
+        context.close()
+    first, second = visits
+    assert first["snapshot"]["worker"] == "made" and first["numpy"] == "unzipped"
+    assert second["snapshot"]["worker"] == "loaded" and second["numpy"] == "cached"
+    for out in visits:
+        got = np.array(out["y"], np.float32).reshape(1, 4, 6, 6)
+        np.testing.assert_allclose(got, _reference(x, w), rtol=0, atol=1e-5)
