@@ -290,18 +290,33 @@ export function createEngine({post, close, switches}) {
     return error && {name: 'OperationError', message: `dispatch failed: ${error.message}`};
   }
   // A graph the compiled plan runs as one C call (py_core/compiler/plan.py DirectRun): made here, with no Python.
-  // Its input and output buffers are its own: each input tensor's bytes are copied in, each output's out.
+  // In place (worker_host.py bound_c): the plan's table entries for each input and output get the tensor's array
+  // address, so the kernels read and write the tensors (a 1 MB input and output: two copies of it gone); else
+  // its buffers are its own: each input tensor's bytes are copied in, each output's out.
   function cCall(c) {
-    const record = ([tid, at, n]) => [direct.tensors.get(tid), at, n];
+    const record = ([tid, at, n, entries]) => [direct.tensors.get(tid), at, n, entries];
     return {fn: pyodide._module.wasmTable.get(c.fn), words: c.words, count: BigInt(c.count), table: c.table,
-      inputs: c.inputs.map(record), outputs: c.outputs.map(record)};
+      inputs: c.inputs.map(record), outputs: c.outputs.map(record), inPlace: c.inPlace === true};
   }
   function runC(bound) {
     const c = bound.c;
     let heap = pyodide._module.HEAPU8;
-    for (const [t, at, n] of c.inputs) {
-      const from = addressOf(t);
-      heap.copyWithin(at, from, from + n);
+    if (c.inPlace) {
+      const words = pyodide._module.HEAPU32, base = c.table >>> 2;  // int64 entries, addresses below 2^32
+      for (const side of [c.inputs, c.outputs]) {
+        for (const [t, , , entries] of side) {
+          const address = addressOf(t);
+          for (const i of entries) {
+            words[base + 2 * i] = address;
+            words[base + 2 * i + 1] = 0;
+          }
+        }
+      }
+    } else {
+      for (const [t, at, n] of c.inputs) {
+        const from = addressOf(t);
+        heap.copyWithin(at, from, from + n);
+      }
     }
     const refused = c.fn(c.words, c.count, c.table);
     if (refused !== 0n && refused !== 0) {  // never, by construction (plan.py); said as a failed dispatch
@@ -311,8 +326,10 @@ export function createEngine({post, close, switches}) {
     }
     heap = pyodide._module.HEAPU8;
     for (const [t, at, n] of c.outputs) {
-      const to = addressOf(t);
-      heap.copyWithin(to, at, at + n);
+      if (!c.inPlace) {
+        const to = addressOf(t);
+        heap.copyWithin(to, at, at + n);
+      }
       t.error = null;
     }
     direct.cRuns++;

@@ -281,8 +281,9 @@ class WorkerHost:
 
     def bound_c(self, bound_id: int) -> dict[str, Any] | None:
         """For the worker's JavaScript, the bound graph's C call with no Python: {fn: function-table index, words,
-        count, table: its arguments, inputs / outputs: [[tensor id, buffer address, bytes]]}; the engine copies
-        each input tensor's bytes to its buffer, calls, copies each output buffer into its tensor."""
+        count, table: its arguments, inputs / outputs: [[tensor id, buffer address, bytes, table entries]],
+        inPlace}; in place, the engine writes each tensor's array address into its table entries and calls, else
+        it copies each input tensor's bytes to its buffer, calls, copies each output buffer into its tensor."""
         return self.bound[bound_id].c
 
     def _c_call(self, b: Bound, inputs: dict[str, int], outputs: dict[str, int]) -> dict[str, Any] | None:
@@ -291,16 +292,22 @@ class WorkerHost:
         if run is None:
             return None
         sides = []
-        for pairs, tids, where in ((b.inputs, inputs, run.inputs), (b.outputs, outputs, run.outputs)):
+        for pairs, tids, where, entries in ((b.inputs, inputs, run.inputs, run.input_entries),
+                                            (b.outputs, outputs, run.outputs, run.output_entries)):
             side = []
             for name, slot in pairs:
                 at, nbytes = where.get(name, (0, -1))
                 if nbytes != slot.array.nbytes or slot.index < 0:
                     return None
-                side.append([tids[name], int(at), int(nbytes)])
+                side.append([tids[name], int(at), int(nbytes), [int(i) for i in entries.get(name, ())]])
             sides.append(side)
+        # in place: the plan reads the input tensors' arrays and writes the output tensors' (their addresses in its
+        # table, written per dispatch: an array may move between dispatches), no copy either way; not when an output
+        # tensor is also an input or another output (the page refuses both; then the copies keep them apart)
+        outs = list(outputs.values())
+        in_place = len(set(outs)) == len(outs) and not set(outs) & set(inputs.values())
         return {"fn": int(run.fn), "words": int(run.words), "count": int(run.count), "table": int(run.table),
-                "inputs": sides[0], "outputs": sides[1]}
+                "inputs": sides[0], "outputs": sides[1], "inPlace": in_place}
 
     def run_bound(self, bound_id: int) -> None:
         """Direct mode's dispatch: run a bound graph; each output lands in its tensor's own array (copied), or,

@@ -312,9 +312,18 @@ class DirectRun:
     outputs: dict[str, tuple[int, int]]
     keep: list[np.ndarray] = field(default_factory=list)
     call: Callable[..., int] | None = None
+    # name -> the indices of the table's entries that hold that input's (output's) address: a caller may write
+    # the address of a buffer of its own there instead of copying (in place: the worker points them at its tensors'
+    # arrays), as long as no output's buffer overlaps another's or an input's; `run` points them back at its own
+    input_entries: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    output_entries: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The same call from Python (tests, CPython): inputs copied in, outputs copied out."""
+        table = self.keep[0]
+        for side, entries in ((self.inputs, self.input_entries), (self.outputs, self.output_entries)):
+            for name, idxs in entries.items():
+                table[list(idxs)] = side[name][0]
         arrays = {id(a): a for a in self.keep}
         by_address = {a.__array_interface__["data"][0]: a for a in arrays.values()}
         for name, (at, _) in self.inputs.items():
@@ -382,9 +391,18 @@ class CompiledPlan:
         def where(slot: int) -> tuple[int, int]:
             return arrays[slot].__array_interface__["data"][0], int(arrays[slot].nbytes)
 
+        entries: dict[int, list[int]] = {}
+        for slot, idx, _ in seg.reads:
+            entries.setdefault(slot, []).append(idx)
+        for _, src, _shape, idx in seg.views:
+            entries.setdefault(src, []).append(idx)
+        for slot, (idx, _) in fresh.items():
+            entries.setdefault(slot, []).append(idx)
         return DirectRun(address, seg.words_at, int(seg.words.size), table.__array_interface__["data"][0],
                          {name: where(s) for name, s in input_slots.items()},
-                         {name: where(s) for name, s in output_slots.items()}, keep + [seg.words], fn)
+                         {name: where(s) for name, s in output_slots.items()}, keep + [seg.words], fn,
+                         {name: tuple(entries.get(s, ())) for name, s in input_slots.items()},
+                         {name: tuple(entries.get(s, ())) for name, s in output_slots.items()})
 
     @property
     def steps_in_c(self) -> int:
