@@ -217,6 +217,32 @@ def test_a_whole_graph_runs_with_one_call_and_no_python(make) -> None:
             np.testing.assert_array_equal(got[name], want[name], err_msg=name)
 
 
+@pytest.mark.parametrize("make", [mobilenet_block("nchw"), encoder_block], ids=["mobilenet-nchw", "encoder"])
+def test_a_whole_graph_call_runs_in_place_on_arrays_of_the_callers(make) -> None:
+    """The worker's in-place dispatch (polyfill/src/engine.js runC): each input's and output's table entries get
+    the address of an array of its own (its tensors'), the call reads and writes those; `run` points them back."""
+    exe = prepare(_build(make), PLAN)
+    direct = exe.direct()
+    assert direct is not None and direct.call is not None
+    assert set(direct.input_entries) == set(direct.inputs) and all(direct.output_entries.values())
+    table = direct.keep[0]
+    assert table.__array_interface__["data"][0] == direct.table
+    feeds = random_inputs(exe, 7)
+    want = exe.run(feeds)
+    ins = {n: np.ascontiguousarray(a, np.float32) for n, a in feeds.items()}
+    outs = {n: np.full_like(w, np.nan) for n, w in want.items()}
+    for arrays, entries in ((ins, direct.input_entries), (outs, direct.output_entries)):
+        for name, idxs in entries.items():
+            table[list(idxs)] = arrays[name].__array_interface__["data"][0]
+    assert direct.call(direct.words, direct.count, direct.table) == 0
+    for name in want:
+        np.testing.assert_array_equal(outs[name], want[name], err_msg=name)
+    got = direct.run(random_inputs(exe, 8))  # its own buffers again: the arrays above are not written
+    for name in want:
+        np.testing.assert_array_equal(outs[name], want[name], err_msg=name)
+        np.testing.assert_array_equal(got[name], exe.run(random_inputs(exe, 8))[name], err_msg=name)
+
+
 def test_a_one_operator_graph_on_a_few_floats_runs_directly() -> None:
     """A lone small step stays Python inside a bigger graph, but as the whole graph it lowers: the worker then runs
     it with no Python (the 1-op round trip of #16)."""
