@@ -41,6 +41,9 @@ CONV_CASES = [  # (n, c, h, w, kh, kw, strides, dilations, padding top/bottom/le
     (1, 2, 9, 26, 3, 3, (1, 2), (1, 1), (0, 0, 3, 0)),
     # two output rows per step and an odd one left (stride 1), rows of at least 8 columns
     (1, 3, 11, 19, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
+    # stride 1 with one row and column of padding all round, read in place: the narrowest rows, two rows
+    (1, 3, 2, 8, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
+    (1, 2, 5, 13, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
 ]
 
 

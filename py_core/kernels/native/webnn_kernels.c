@@ -1149,6 +1149,80 @@ static void dw3x3_plane(const float *plane, i64 H, i64 W, const float *taps, flo
   }
 }
 
+/* A stride-1 3x3 plane with one column and one row of zero padding on each side (the output the input's size,
+ * MobileNet's "same" depthwise layers), read in place: no padded copy.  Rows above and below the input are
+ * `zrow` (W zeros); the first and last four outputs of a row take their missing column from a lane shift
+ * with zero, the others read columns ow - 1 .. ow + 4 of the three rows.  The same products, zeros included,
+ * in the same (i, j) order as dw3x3_vec on the padded copy: the same values.  W >= 8. */
+static inline __attribute__((always_inline)) v4 dw3x3_same_left(const float *r0, const float *r1, const float *r2,
+                                                                  const v4 *t) {
+  const v4 z = zero4();
+  v4 c0 = ld(r0), c1 = ld(r1), c2 = ld(r2);
+  v4 acc = z;
+  acc += SHUF(z, c0, 3, 4, 5, 6) * t[0];
+  acc += c0 * t[1];
+  acc += ld(r0 + 1) * t[2];
+  acc += SHUF(z, c1, 3, 4, 5, 6) * t[3];
+  acc += c1 * t[4];
+  acc += ld(r1 + 1) * t[5];
+  acc += SHUF(z, c2, 3, 4, 5, 6) * t[6];
+  acc += c2 * t[7];
+  acc += ld(r2 + 1) * t[8];
+  return acc;
+}
+
+static inline __attribute__((always_inline)) v4 dw3x3_same_right(const float *r0, const float *r1,
+                                                                   const float *r2, i64 W, const v4 *t) {
+  const v4 z = zero4();
+  const i64 o = W - 4;
+  v4 c0 = ld(r0 + o), c1 = ld(r1 + o), c2 = ld(r2 + o);
+  v4 acc = z;
+  acc += ld(r0 + o - 1) * t[0];
+  acc += c0 * t[1];
+  acc += SHUF(c0, z, 1, 2, 3, 4) * t[2];
+  acc += ld(r1 + o - 1) * t[3];
+  acc += c1 * t[4];
+  acc += SHUF(c1, z, 1, 2, 3, 4) * t[5];
+  acc += ld(r2 + o - 1) * t[6];
+  acc += c2 * t[7];
+  acc += SHUF(c2, z, 1, 2, 3, 4) * t[8];
+  return acc;
+}
+
+static void dw3x3_same_plane(const float *plane, i64 H, i64 W, const float *taps, float b, float *out, int act,
+                             float lo, float hi, const float *zrow) {
+  v4 t[9];
+  for (int k = 0; k < 9; k++) t[k] = splat(taps[k]);
+  const v4 vb = splat(b);
+#define DW_ROW_AT(i) (i) < 0 || (i) >= H ? zrow : plane + (i) * W
+#define DW_OUT(row, o, v) st((row) + (o), act4((v) + vb, act, lo, hi))
+  for (i64 oh = 0; oh < H; oh += 2) {
+    if (oh + 1 >= H) oh = H - 2; /* an odd height: the last pair overlaps the previous one (same values) */
+    const float *r0 = DW_ROW_AT(oh - 1), *r1 = plane + oh * W, *r2 = plane + (oh + 1) * W;
+    const float *s3 = DW_ROW_AT(oh + 2);
+    float *ra = out + oh * W, *rb = ra + W;
+    DW_OUT(ra, 0, dw3x3_same_left(r0, r1, r2, t));
+    DW_OUT(rb, 0, dw3x3_same_left(r1, r2, s3, t));
+    i64 ow = 4;
+    for (; ow + 4 < W - 4; ow += 8) { /* columns ow - 1 .. ow + 8 inside the row: ow + 8 <= W - 1 */
+      v4 a0 = dw3x3_vec(r0, r1, r2, ow - 1, 1, 0, t), a1 = dw3x3_vec(r0, r1, r2, ow + 3, 1, 0, t);
+      v4 c0 = dw3x3_vec(r1, r2, s3, ow - 1, 1, 0, t), c1 = dw3x3_vec(r1, r2, s3, ow + 3, 1, 0, t);
+      DW_OUT(ra, ow, a0);
+      DW_OUT(ra, ow + 4, a1);
+      DW_OUT(rb, ow, c0);
+      DW_OUT(rb, ow + 4, c1);
+    }
+    for (; ow < W - 4; ow += 4) { /* ow <= W - 5: columns up to ow + 4 <= W - 1 */
+      DW_OUT(ra, ow, dw3x3_vec(r0, r1, r2, ow - 1, 1, 0, t));
+      DW_OUT(rb, ow, dw3x3_vec(r1, r2, s3, ow - 1, 1, 0, t));
+    }
+    DW_OUT(ra, W - 4, dw3x3_same_right(r0, r1, r2, W, t));
+    DW_OUT(rb, W - 4, dw3x3_same_right(r1, r2, s3, W, t));
+  }
+#undef DW_OUT
+#undef DW_ROW_AT
+}
+
 /* NCHW: per channel plane and output row, four outputs at a time in a register, the taps of the rows inside
  * the input summed in (i, j) order (as the NHWC kernel); the columns near the borders one at a time.
  * 3x3 taps with dilation 1 and a column stride of 1 or 2 (MobileNet's depthwise layers), given a work buffer
@@ -1164,11 +1238,20 @@ EXPORT void wk_depthwise_nchw(i64 N, i64 C, i64 H, i64 W, const float *x, i64 KH
   i64 last_read = (KW - 1) * dw - pl + (sw == 2 ? 1 : 0); /* + (ow + 3) * sw <= W - 1 */
   i64 v_hi = (W - 1 - last_read) >= 0 ? (W - 1 - last_read) / sw - 3 : -1; /* last vector start, inclusive */
   int fast = work && KH == 3 && KW == 3 && dh == 1 && dw == 1 && sw <= 2, zeroed = 0;
+  /* stride 1, one row and column of padding on each side, the output the input's size: read in place */
+  int same = fast && sh == 1 && sw == 1 && pt == 1 && pl == 1 && OH == H && OW == W && W >= 8 && H >= 2;
   for (i64 n = 0; n < N; n++)
     for (i64 c = 0; c < C; c++) {
       const float *plane = x + (n * C + c) * H * W;
       const float *taps = w + c * KH * KW;
       float b = bias ? bias[c] : 0.0f;
+      if (same && finite9(taps)) {
+        if (!zeroed)
+          for (i64 q = 0; q < W; q++) work[q] = 0.0f;
+        dw3x3_same_plane(plane, H, W, taps, b, y + (n * C + c) * OH * OW, act, lo, hi, work);
+        zeroed = 1;
+        continue;
+      }
       if (fast && finite9(taps)) {
         dw3x3_plane(plane, H, W, taps, b, sh, sw, pt, pl, OH, OW, y + (n * C + c) * OH * OW, act, lo, hi, work,
                     zeroed);
