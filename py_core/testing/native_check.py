@@ -42,7 +42,8 @@ CONV_CASES = [  # (n, c, h, w, kh, kw, strides, dilations, padding top/bottom/le
     # two output rows per step and an odd one left (stride 1), rows of at least 8 columns
     (1, 3, 11, 19, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
     # stride 1 with one row and column of padding all round, read in place: the narrowest rows, two rows
-    (1, 3, 2, 8, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
+    (1, 3, 2, 5, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
+    (1, 4, 7, 7, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
     (1, 2, 5, 13, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
 ]
 

@@ -209,7 +209,7 @@ def test_depthwise_3x3_path_keeps_an_infinite_tap_out_of_the_padding(strides: tu
     np.testing.assert_allclose(got[finite], want[finite], rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("h,w", [(2, 8), (3, 9), (7, 12), (8, 13), (9, 56)])
+@pytest.mark.parametrize("h,w", [(3, 5), (4, 6), (7, 7), (2, 8), (3, 9), (7, 12), (8, 13), (9, 56)])
 def test_depthwise_3x3_same_padding_read_in_place_is_bit_identical_to_the_padded_copy(h: int, w: int) -> None:
     """Stride 1 with one row and column of padding on each side reads the input in place (wk_depthwise_nchw's
     `same` path); the same input padded beforehand takes the padded-copy path: the same products, zeros, NaN and

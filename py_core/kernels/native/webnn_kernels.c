@@ -1153,7 +1153,8 @@ static void dw3x3_plane(const float *plane, i64 H, i64 W, const float *taps, flo
  * MobileNet's "same" depthwise layers), read in place: no padded copy.  Rows above and below the input are
  * `zrow` (W zeros); the first and last four outputs of a row take their missing column from a lane shift
  * with zero, the others read columns ow - 1 .. ow + 4 of the three rows.  The same products, zeros included,
- * in the same (i, j) order as dw3x3_vec on the padded copy: the same values.  W >= 8. */
+ * in the same (i, j) order as dw3x3_vec on the padded copy: the same values.  W >= 5 (the two vectors of a
+ * 5-7 column row overlap), H >= 2. */
 static inline __attribute__((always_inline)) v4 dw3x3_same_left(const float *r0, const float *r1, const float *r2,
                                                                   const v4 *t) {
   const v4 z = zero4();
@@ -1239,7 +1240,7 @@ EXPORT void wk_depthwise_nchw(i64 N, i64 C, i64 H, i64 W, const float *x, i64 KH
   i64 v_hi = (W - 1 - last_read) >= 0 ? (W - 1 - last_read) / sw - 3 : -1; /* last vector start, inclusive */
   int fast = work && KH == 3 && KW == 3 && dh == 1 && dw == 1 && sw <= 2, zeroed = 0;
   /* stride 1, one row and column of padding on each side, the output the input's size: read in place */
-  int same = fast && sh == 1 && sw == 1 && pt == 1 && pl == 1 && OH == H && OW == W && W >= 8 && H >= 2;
+  int same = fast && sh == 1 && sw == 1 && pt == 1 && pl == 1 && OH == H && OW == W && W >= 5 && H >= 2;
   for (i64 n = 0; n < N; n++)
     for (i64 c = 0; c < C; c++) {
       const float *plane = x + (n * C + c) * H * W;
