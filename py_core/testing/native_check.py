@@ -44,6 +44,9 @@ CONV_CASES = [  # (n, c, h, w, kh, kw, strides, dilations, padding top/bottom/le
     # stride 1 with one row and column of padding all round, read in place: the narrowest rows, two rows
     (1, 3, 2, 5, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
     (1, 4, 7, 7, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
+    # stride 2 with one row and column of padding before, even sizes halved, read in place: 4-7 and 8+ columns
+    (1, 3, 6, 12, 3, 3, (2, 2), (1, 1), (1, 0, 1, 0)),
+    (1, 2, 10, 34, 3, 3, (2, 2), (1, 1), (1, 1, 1, 1)),
     (1, 2, 5, 13, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
 ]
 

@@ -209,21 +209,25 @@ def test_depthwise_3x3_path_keeps_an_infinite_tap_out_of_the_padding(strides: tu
     np.testing.assert_allclose(got[finite], want[finite], rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("h,w", [(3, 5), (4, 6), (7, 7), (2, 8), (3, 9), (7, 12), (8, 13), (9, 56)])
-def test_depthwise_3x3_same_padding_read_in_place_is_bit_identical_to_the_padded_copy(h: int, w: int) -> None:
-    """Stride 1 with one row and column of padding on each side reads the input in place (wk_depthwise_nchw's
-    `same` path); the same input padded beforehand takes the padded-copy path: the same products, zeros, NaN and
-    infinities included, in the same order, so the same bits."""
-    rng = np.random.default_rng(h * 100 + w)
+@pytest.mark.parametrize("s,h,w", [(1, 3, 5), (1, 4, 6), (1, 7, 7), (1, 2, 8), (1, 3, 9), (1, 7, 12), (1, 8, 13),
+                                   (1, 9, 56), (2, 2, 8), (2, 4, 10), (2, 6, 14), (2, 8, 16), (2, 10, 34),
+                                   (2, 12, 112)])
+def test_depthwise_3x3_read_in_place_is_bit_identical_to_the_padded_copy(s: int, h: int, w: int) -> None:
+    """Stride 1 with one row and column of padding on each side, and stride 2 with one before on even sizes, read
+    the input in place (wk_depthwise_nchw's `same` and `half` paths); the same input padded beforehand takes the
+    padded-copy path: the same products, zeros, NaN and infinities included, in the same order, so the same bits."""
+    rng = np.random.default_rng(s * 10000 + h * 100 + w)
     x = rng.standard_normal((1, 3, h, w)).astype(np.float32)
-    x[0, 0, 0, 0], x[0, 1, h - 1, w - 1], x[0, 2, h // 2, 0] = np.nan, np.inf, -0.0
+    x[0, 0, 0, 0], x[0, 1, h - 1, w - 1], x[0, 2, h // 2, 0], x[0, 2, 1, 1] = np.nan, np.inf, -0.0, -np.inf
     taps = rng.standard_normal((3, 3, 3)).astype(np.float32)
     bias = rng.standard_normal(3).astype(np.float32)
     args = (native.ACT_CLAMP, -0.5, 6.0)
-    got = native.depthwise(x, taps, "nchw", (1, 1), (1, 1), (1, 1), (1, 3, h, w), bias, *args,
-                           work=np.full(native.depthwise_work_size(3, 3, (1, 1), (1, 1), h, w), np.nan, np.float32))
-    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
-    want = native.depthwise(padded, taps, "nchw", (1, 1), (1, 1), (0, 0), (1, 3, h, w), bias, *args)
+    oh, ow = h // s, w // s
+    got = native.depthwise(x, taps, "nchw", (s, s), (1, 1), (1, 1), (1, 3, oh, ow), bias, *args,
+                           work=np.full(native.depthwise_work_size(3, 3, (s, s), (1, 1), oh, ow), np.nan, np.float32))
+    after = 1 if s == 1 else 0
+    padded = np.pad(x, ((0, 0), (0, 0), (1, after), (1, after)))
+    want = native.depthwise(padded, taps, "nchw", (s, s), (1, 1), (0, 0), (1, 3, oh, ow), bias, *args)
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
 
 

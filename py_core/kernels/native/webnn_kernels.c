@@ -1224,6 +1224,56 @@ static void dw3x3_same_plane(const float *plane, i64 H, i64 W, const float *taps
 #undef DW_ROW_AT
 }
 
+/* Stride 2 with one row and column of padding before (MobileNet's stride-2 depthwise layers: H and W even, the
+ * output half of each), read in place: output column ow reads input columns 2 ow - 1 .. 2 ow + 1, of which only
+ * column -1 (ow = 0) and row -1 (`zrow`) are padding.  Four outputs from two loads of a row, split into even and
+ * odd lanes, and the odd lanes moved up one with the column before (zero at the left edge); the same products in
+ * the same order as dw3x3_vec on the padded copy, the same values.  W >= 8. */
+static inline __attribute__((always_inline)) v4 dw3x3_s2_vec(const float *r0, const float *r1, const float *r2,
+                                                               i64 ow, const v4 *t) {
+  const i64 q = 2 * ow;
+  v4 acc = zero4();
+#define DW_S2_ROW(r, t0)                                                                                    \
+  do {                                                                                                      \
+    v4 a = ld((r) + q), c = ld((r) + q + 4);                                                                \
+    v4 ev = EVEN_LANES(a, c), od = ODD_LANES(a, c);                                                         \
+    v4 before = splat(q ? (r)[q - 1] : 0.0f); /* column q - 1 (a vector load could start before the row) */ \
+    acc += SHUF(before, od, 3, 4, 5, 6) * t[t0];                                                            \
+    acc += ev * t[(t0) + 1];                                                                                \
+    acc += od * t[(t0) + 2];                                                                                \
+  } while (0)
+  DW_S2_ROW(r0, 0);
+  DW_S2_ROW(r1, 3);
+  DW_S2_ROW(r2, 6);
+#undef DW_S2_ROW
+  return acc;
+}
+
+static void dw3x3_s2_plane(const float *plane, i64 H, i64 W, const float *taps, float b, float *out, int act,
+                           float lo, float hi, const float *zrow) {
+  v4 t[9];
+  for (int k = 0; k < 9; k++) t[k] = splat(taps[k]);
+  const v4 vb = splat(b);
+  const i64 OH = H / 2, OW = W / 2;
+  for (i64 oh = 0; oh < OH; oh++) {
+    const float *r0 = oh ? plane + (2 * oh - 1) * W : zrow, *r1 = plane + 2 * oh * W, *r2 = r1 + W;
+    float *row = out + oh * OW;
+    if (OW < 8) { /* 4-7 outputs: two vectors, overlapping */
+      st(row, act4(dw3x3_s2_vec(r0, r1, r2, 0, t) + vb, act, lo, hi));
+      st(row + OW - 4, act4(dw3x3_s2_vec(r0, r1, r2, OW - 4, t) + vb, act, lo, hi));
+      continue;
+    }
+    for (i64 ow = 0;;) {
+      if (ow + 8 > OW) ow = OW - 8; /* the last step overlaps the previous one (the same values) */
+      v4 a0 = dw3x3_s2_vec(r0, r1, r2, ow, t), a1 = dw3x3_s2_vec(r0, r1, r2, ow + 4, t);
+      st(row + ow, act4(a0 + vb, act, lo, hi));
+      st(row + ow + 4, act4(a1 + vb, act, lo, hi));
+      if (ow + 8 >= OW) break;
+      ow += 8;
+    }
+  }
+}
+
 /* NCHW: per channel plane and output row, four outputs at a time in a register, the taps of the rows inside
  * the input summed in (i, j) order (as the NHWC kernel); the columns near the borders one at a time.
  * 3x3 taps with dilation 1 and a column stride of 1 or 2 (MobileNet's depthwise layers), given a work buffer
@@ -1241,11 +1291,21 @@ EXPORT void wk_depthwise_nchw(i64 N, i64 C, i64 H, i64 W, const float *x, i64 KH
   int fast = work && KH == 3 && KW == 3 && dh == 1 && dw == 1 && sw <= 2, zeroed = 0;
   /* stride 1, one row and column of padding on each side, the output the input's size: read in place */
   int same = fast && sh == 1 && sw == 1 && pt == 1 && pl == 1 && OH == H && OW == W && W >= 5 && H >= 2;
+  /* stride 2, one row and column of padding before, even H and W halved: read in place */
+  int half = fast && sh == 2 && sw == 2 && pt == 1 && pl == 1 && H % 2 == 0 && W % 2 == 0 && OH == H / 2 &&
+             OW == W / 2 && OW >= 4;
   for (i64 n = 0; n < N; n++)
     for (i64 c = 0; c < C; c++) {
       const float *plane = x + (n * C + c) * H * W;
       const float *taps = w + c * KH * KW;
       float b = bias ? bias[c] : 0.0f;
+      if (half && finite9(taps)) {
+        if (!zeroed)
+          for (i64 q = 0; q < W; q++) work[q] = 0.0f;
+        dw3x3_s2_plane(plane, H, W, taps, b, y + (n * C + c) * OH * OW, act, lo, hi, work);
+        zeroed = 1;
+        continue;
+      }
       if (same && finite9(taps)) {
         if (!zeroed)
           for (i64 q = 0; q < W; q++) work[q] = 0.0f;
