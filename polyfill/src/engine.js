@@ -80,15 +80,19 @@ export function createEngine({post, close, switches}) {
     // The page stores the snapshot (of a bare interpreter); a snapshot carries its environment, so the
     // switches boot without one.
     const plain = !Object.keys(env).length;
+    // NumPy imported in the snapshot (relink.js); ?numpysnapshot=0: imported after the bare one's restore
+    const numpyAsset = plain && switches.get('prebuilt') !== '0' && switches.get('numpysnapshot') !== '0'
+      ? msg.numpySnapshotAsset || null : null;
     const booted = await bootPyodide({indexURL: msg.pyodideURL, lockFileURL: msg.lockFileURL, env,
       // a snapshot made here goes to the page, which stores it (snapshot.js)
       snapshot: {use: plain, make: plain, store: !msg.handoff,
-        prebuilt: plain && switches.get('prebuilt') !== '0' ? msg.snapshotAsset || null : null,
-        // NumPy imported in the snapshot (relink.js); ?numpysnapshot=0: imported after the bare one's restore
-        numpyAsset: plain && switches.get('prebuilt') !== '0' && switches.get('numpysnapshot') !== '0'
-          ? msg.numpySnapshotAsset || null : null}, numpy: true,
+        prebuilt: plain && switches.get('prebuilt') !== '0' ? msg.snapshotAsset || null : null, numpyAsset},
+      numpy: true,
       wheels: [{url: msg.coreWheelURL, sha256: msg.coreWheelSha256}], unpack: switches.get('unpack') !== '0',
-      unzip: switches.get('unzip') !== '0', siteCache: switches.get('sitecache') !== '0', siteScope: 'worker',
+      unzip: switches.get('unzip') !== '0', siteCache: switches.get('sitecache') !== '0',
+      // where NumPy comes imported its entry holds no .pyc of it (nothing compiled them): kept apart from the
+      // entries a boot that imports NumPy stores and restores
+      siteScope: numpyAsset ? 'worker-numpysnap' : 'worker',
       early: switches.get('early') !== '0', stdlibCode: switches.get('stdlibcode') !== '0',
       mark: (stage, info) => {
         stages[stage] = Math.round(performance.now() - t0);

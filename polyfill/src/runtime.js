@@ -184,7 +184,7 @@ export class Runtime {
       // (NumPy, the core, the compiler) is the longer one.
       this.workerStarted = new Promise((resolve) => {
         this.releasePage = resolve;
-        setTimeout(resolve, PAGE_WAIT_LIMIT_MS);
+        setTimeout(resolve, this.config.pageWait === false ? 0 : PAGE_WAIT_LIMIT_MS);
       });
       // While the page's Pyodide is not running, the worker hands it its compiled pyodide.asm.wasm and its
       // memory snapshot (engine.js handOver) on a port of its own.
