@@ -28,9 +28,10 @@ function fetchable(indexURL) {
  *  indexURL      Pyodide's folder (a URL, or a path ending in '/' under Node)
  *  lockFileURL   a lock file other than indexURL's own (the dist package's)
  *  env, stdout, stderr, args: loadPyodide's options (stdout/stderr default to silence)
- *  snapshot      {use, make, store, given, givenNew, prebuilt}: restore `given` snapshot bytes, the cached
- *                snapshot or the build's (`prebuilt`: {url, sha256, size}) / take one when booting without,
- *                and store it (snapshot.js startPyodide)
+ *  snapshot      {use, make, store, given, givenNew, prebuilt, numpyAsset}: restore `given` snapshot bytes, the
+ *                cached snapshot or the build's (`prebuilt`: {url, sha256, size}) / take one when booting without,
+ *                and store it (snapshot.js startPyodide); with `numpy`, first the build's NumPy snapshot
+ *                (`numpyAsset`: {url, sha256, size, numpySha256, relink}), NumPy then comes imported
  *  wasmModule    pyodide.asm.wasm already compiled (another Pyodide's, see shareWasm below)
  *  numpy         install NumPy
  *  wheels        [{url, sha256}] installed after (sha256: hex, checked before anything is unpacked)
@@ -45,7 +46,8 @@ function fetchable(indexURL) {
  *  mark(stage, info) called after 'script', 'runtime' (info: {snapshot, snapshotBytes, wasmModule}), 'numpy', 'wheels'
  *                (each when installed) and 'packages'; with siteCache also 'siteOpen', 'siteRead', 'siteChecked';
  *                with a prebuilt snapshot 'snapshotFetched' (fetched and inflated)
- * Resolves to {py, version, snapshot: 'handed'|'loaded'|'prebuilt'|'made'|'none', snapshotBytes, wasmModule,
+ * Resolves to {py, version, snapshot: 'handed'|'loaded'|'prebuilt'|'made'|'none', snapshotBytes, numpySnapshot
+ * (true: restored from the NumPy snapshot, snapshotBytes then null), wasmModule,
  * numpy, wheels: 'cached'|'unzipped'|'unpacked'|'loadPackage'|null (how each was installed), storeSite: (which) =>
  * Promise<{stored: Promise<bool>}> (stores the entries of the wheels installed here, 'numpy' or 'wheels' or, by
  * default, both: their files and the .pyc written since; call it after importing from them; it resolves once the
@@ -61,14 +63,20 @@ export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}
   const started0 = early && fetchable(indexURL) ? startEarly(indexURL, wasmModule) : {script: null, module: null};
   const {loadPyodide, version} = await importPyodide(indexURL);
   mark('script');
-  if (early && snapshot.use && !snapshot.given && version && fetchable(indexURL)) {
+  // NumPy's sha256 in the lock file loadPyodide then reads (from the HTTP cache)
+  const numpyLock = numpy && fetchable(indexURL) && (early || snapshot.numpyAsset)
+    ? lockSha256(lockFileURL || new URL('pyodide-lock.json', indexURL).href) : null;
+  // the build's NumPy snapshot (the worker's), tried before the bare one: its cached copy read ahead instead
+  const numpyAsset = numpy && snapshot.use && fetchable(indexURL) ? snapshot.numpyAsset || null : null;
+  if (numpyAsset) {
+    snapshot = {...snapshot, numpy: {asset: numpyAsset, lockSha256: numpyLock,
+      cached: early && version ? prefetchSnapshot(indexURL, version, numpyAsset) : null}};
+  } else if (early && snapshot.use && !snapshot.given && version && fetchable(indexURL)) {
     snapshot = {...snapshot, cached: prefetchSnapshot(indexURL, version)};
   }
   const site = siteCache && viaFetch ? new SiteEntries(indexURL, version, siteScope, stdlibCode, mark) : null;
   // the cache entries are read (and their sha256 checked) while Pyodide starts: I/O and digests off this thread
-  if (site && version && early) {
-    site.prefetch(numpy && lockSha256(lockFileURL || new URL('pyodide-lock.json', indexURL).href), wheels);
-  }
+  if (site && version && early) site.prefetch(numpyLock, wheels);
   const options = {indexURL, stdout, stderr};
   if (lockFileURL) options.lockFileURL = lockFileURL;
   if (env && Object.keys(env).length) options.env = env;
@@ -98,7 +106,7 @@ export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}
   mark('packages');
   const loadPackaged = [numpyHow, wheelsHow].some((how) => /loadPackage/.test(how || ''));
   return {py, version: version || py.version, snapshot: started.snapshot, snapshotBytes: started.bytes,
-    wasmModule: wasm.module(), numpy: numpyHow, wheels: wheelsHow,
+    numpySnapshot: !!started.numpy, wasmModule: wasm.module(), numpy: numpyHow, wheels: wheelsHow,
     storeSite: site && !loadPackaged ? site.prepareStore(py) : notStored};
 }
 
