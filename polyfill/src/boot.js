@@ -43,7 +43,8 @@ function fetchable(indexURL) {
  *                what it needs; siteScope names whose site-packages it is (the page's and the worker's differ)
  *  stdlibCode    with siteCache: keep the standard library's compiled code (stdlibpyc.js) in the entry of the last
  *                of `wheels` (or NumPy's without wheels), use it where that entry was restored
- *  mark(stage, info) called after 'script', 'runtime' (info: {snapshot, snapshotBytes, wasmModule}), 'numpy', 'wheels'
+ *  mark(stage, info) called after 'script', 'module' (info: {wasmModule}: pyodide.asm.wasm compiled or given, not
+ *                yet instantiated), 'runtime' (info: {snapshot, snapshotBytes, wasmModule}), 'numpy', 'wheels'
  *                (each when installed) and 'packages'; with siteCache also 'siteOpen', 'siteRead', 'siteChecked';
  *                with a prebuilt snapshot 'snapshotFetched' (fetched and inflated)
  * Resolves to {py, version, snapshot: 'handed'|'loaded'|'prebuilt'|'made'|'none', snapshotBytes, numpySnapshot
@@ -81,7 +82,7 @@ export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}
   if (lockFileURL) options.lockFileURL = lockFileURL;
   if (env && Object.keys(env).length) options.env = env;
   if (args) options.args = args;
-  const wasm = shareWasm(indexURL, wasmModule || started0.module);
+  const wasm = shareWasm(indexURL, wasmModule || started0.module, (module) => mark('module', {wasmModule: module}));
   let started;
   try {
     await started0.script;  // else loadPyodide imports it a second time
@@ -258,7 +259,11 @@ const modules = new Map();  // pyodide.asm.wasm URL -> WebAssembly.Module, or a 
 const booting = new Map();  // pyodide.asm.wasm URL -> how many boots of ours are running
 let original = null;  // WebAssembly.instantiateStreaming while it is wrapped
 
-function shareWasm(indexURL, given) {
+// `onModule(module)`: called once the module this boot instantiates is known (compiled, or given), before the
+// instantiation itself.
+const moduleListeners = new Map();  // pyodide.asm.wasm URL -> [onModule of each boot of ours running]
+
+function shareWasm(indexURL, given, onModule = () => {}) {
   const wa = globalThis.WebAssembly;
   if (!fetchable(indexURL) || !wa || typeof wa.instantiateStreaming !== 'function') {
     return {release: () => {}, module: () => (wa && given instanceof wa.Module ? given : null)};
@@ -266,6 +271,11 @@ function shareWasm(indexURL, given) {
   const url = new URL('pyodide.asm.wasm', indexURL).href;
   if (given && !modules.has(url)) modules.set(url, given);
   booting.set(url, (booting.get(url) || 0) + 1);
+  moduleListeners.set(url, [...(moduleListeners.get(url) || []), onModule]);
+  const known = (key, module) => {
+    for (const fn of moduleListeners.get(key) || []) fn(module);
+    moduleListeners.delete(key);
+  };
   if (!original) {
     const passThrough = original = wa.instantiateStreaming;
     wa.instantiateStreaming = async function instantiateStreaming(source, imports) {
@@ -274,11 +284,15 @@ function shareWasm(indexURL, given) {
       const module = booting.has(key) && await modules.get(key);
       if (module) {
         modules.set(key, module);
+        known(key, module);
         return {module, instance: await wa.instantiate(module, imports)};
       }
-      const result = await passThrough.call(this, response, imports);
-      if (booting.has(key)) modules.set(key, result.module);
-      return result;
+      if (!booting.has(key)) return passThrough.call(this, response, imports);
+      // compiled apart from the instantiation, so that the module is known (and can go to another Pyodide) first
+      const compiled = await wa.compileStreaming(response);
+      modules.set(key, compiled);
+      known(key, compiled);
+      return {module: compiled, instance: await wa.instantiate(compiled, imports)};
     };
   }
   let released = false;
@@ -289,6 +303,7 @@ function shareWasm(indexURL, given) {
       const n = booting.get(url) - 1;
       if (n) booting.set(url, n);
       else booting.delete(url);
+      if (!booting.has(url)) moduleListeners.delete(url);
       if (!booting.size && original) {
         wa.instantiateStreaming = original;
         original = null;

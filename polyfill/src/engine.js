@@ -96,8 +96,14 @@ export function createEngine({post, close, switches}) {
       early: switches.get('early') !== '0', stdlibCode: switches.get('stdlibcode') !== '0',
       mark: (stage, info) => {
         stages[stage] = Math.round(performance.now() - t0);
-        if (stage !== 'runtime') return;
         const what = msg.handOver || {};
+        // Restoring the NumPy snapshot, this Pyodide has no snapshot for the page's: the page's starts as soon as
+        // the compiled module is known (its own restore then runs beside this one's), not after the restore
+        if (stage === 'module' && numpyAsset && msg.handoff) {
+          handOver(msg.handoff, {wasmModule: what.module ? info.wasmModule : null});
+          msg.handoff = null;
+        }
+        if (stage !== 'runtime') return;
         handOver(msg.handoff, !plain ? {} : {...info, wasmModule: what.module ? info.wasmModule : null,
           snapshotBytes: fresh(info.snapshot) || what.cachedSnapshot ? info.snapshotBytes : null});
         progress('worker-runtime', 'Pyodide started in the worker');
