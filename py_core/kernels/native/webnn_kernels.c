@@ -1195,7 +1195,7 @@ static void dw3x3_same_plane(const float *plane, i64 H, i64 W, const float *taps
   v4 t[9];
   for (int k = 0; k < 9; k++) t[k] = splat(taps[k]);
   const v4 vb = splat(b);
-#define DW_ROW_AT(i) (i) < 0 || (i) >= H ? zrow : plane + (i) * W
+#define DW_ROW_AT(i) ((i) < 0 || (i) >= H ? zrow : plane + (i) * W)
 #define DW_OUT(row, o, v) st((row) + (o), act4((v) + vb, act, lo, hi))
   for (i64 oh = 0; oh < H; oh += 2) {
     if (oh + 1 >= H) oh = H - 2; /* an odd height: the last pair overlaps the previous one (same values) */
