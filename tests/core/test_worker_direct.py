@@ -188,3 +188,32 @@ def test_refcount_baseline_is_the_interpreters_own() -> None:
     assert sys.getrefcount(alone) == worker_host._REFS_ALONE
     extra = [alone]  # one more holder: over the threshold, so such an array would be copied
     assert sys.getrefcount(alone) > worker_host._REFS_ALONE and extra
+
+
+def test_a_whole_graph_c_call_runs_in_place_on_the_tensors() -> None:
+    """bound_c as engine.js runC uses it in place: each tensor's array address written into the plan's table
+    entries (int64), one call, the output tensor holds relu(x); with the same tensor as input and output (which the
+    page refuses) the call keeps its own buffers (inPlace false)."""
+    from py_core.kernels import native
+
+    if not native.available():
+        pytest.skip("C kernels not built (make build)")
+    n = 4096
+    e = relu_engine(n)
+    assert e.host.bind(1, CTX, 7, {"x": 10}, {"y": 11}) == 1
+    c = e.host.bound_c(1)
+    assert c is not None and c["inPlace"] is True
+    run = e.host.c_runs[7]
+    x = np.linspace(-3, 3, n, dtype=np.float32)
+    e.write(10, x)
+    e.write(11, np.full(n, np.nan, np.float32))
+    for side in ("inputs", "outputs"):
+        for tid, _at, nbytes, entries in c[side]:
+            assert entries and nbytes == e.index[tid][1]
+            for i in entries:
+                ctypes.c_int64.from_address(c["table"] + 8 * i).value = e.address(tid)
+    assert run.call(c["words"], c["count"], c["table"]) == 0
+    np.testing.assert_array_equal(e.read(11), np.maximum(x, 0))
+    np.testing.assert_array_equal(e.read(10), x)
+    assert e.host.bind(2, CTX, 7, {"x": 10}, {"y": 10}) == 1
+    assert e.host.bound_c(2)["inPlace"] is False
