@@ -717,6 +717,13 @@ static void conv_pad_copy(i64 C, i64 H, i64 W, const float *x, i64 pt, i64 pl, c
   for (int q = 0; q < 8; q++) P[C * d->plane + q] = 0.0f;
 }
 
+/* eight floats as two vectors: a field's constant offset folds into the wasm load (`v128.load offset=16`), where
+ * `p + 4` under -fwrapv is an add before the load (pointer arithmetic that may wrap); SpiderMonkey's code for the
+ * direct conv's loop ran 13% faster with the offsets folded (Firefox 153, conv3x3_64), V8's 5% */
+typedef struct {
+  v4 lo, hi;
+} v8;
+
 /* MR rows x (segment a: la outputs at B column base a, C at ca; segment b: lb at b, cb) from a K block:
  * acc = (first ? 0 : C) + A[rows, k block] B, B row t at a + off[t] and b + off[t] */
 #define DEF_DIRECT_(MR)                                                                                     \
@@ -738,7 +745,8 @@ static void conv_pad_copy(i64 C, i64 H, i64 W, const float *x, i64 pt, i64 pl, c
     for (int r = 0; r < MR; r++) ap[r] = a + r * ar;                                                        \
     for (i64 k = 0; k < kc; k++) {                                                                          \
       const ptrdiff o = off[k];                                                                             \
-      v4 bv[4] = {ld(ba + o), ld(ba + o + 4), ld(bb + o), ld(bb + o + 4)};                                  \
+      const v8 *pa = (const v8 *)(ba + o), *pb = (const v8 *)(bb + o);                                      \
+      v4 bv[4] = {pa->lo, pa->hi, pb->lo, pb->hi};                                                          \
       for (int r = 0; r < MR; r++) {                                                                        \
         v4 x = splat(ap[r][k]);                                                                             \
         for (int v = 0; v < 4; v++) acc[r][v] = MADD(x, bv[v], acc[r][v]);                                  \
