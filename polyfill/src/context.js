@@ -206,6 +206,50 @@ class ContextCore {
   }
 }
 
+/** readTensor's steps (MLContext.readTensor); throws what the call rejects with. */
+function readSteps(context, count, tensor, outputData) {
+  const where = 'MLContext.readTensor';
+  const c = stateOf(contextState, context, where);
+  if (count < 1) throw new TypeError(`${where}: 1 argument required, but only 0 present`);
+  const t = c.tensorArg(tensor, `${where}: tensor`);
+  const byob = count >= 2;
+  if (byob) checkBufferSource(outputData, `${where}: outputData`);
+  if (t.context !== context) throw new TypeError(`${where}: the tensor belongs to another MLContext`);
+  // WPT (read_after_destroy, destroyed context) expects InvalidStateError where the spec text says TypeError
+  if (t.destroyed) throw new DOMException(`${where}: the tensor has been destroyed`, 'InvalidStateError');
+  if (!t.readable) throw new TypeError(`${where}: the tensor was not created with readable: true`);
+  if (t.rental) throw new TypeError(`${where}: the tensor has been exported to WebGPU (destroy() its GPUBuffer first)`);
+  // WPT ("read with larger array") accepts an outputData longer than the tensor
+  // Chromium takes any view of the right byte length (onnxruntime-web reads float32 into an Int8Array)
+  const viewRule = {allowLarger: true, anyView: !isStrict()};
+  if (byob) bytesFor(outputData, t, `${where}: outputData`, viewRule);
+  let settle;
+  const result = new Promise((resolve, reject) => { settle = {resolve, reject}; });
+  t.pending.add(settle.reject);
+  // the worker copies out of its heap once: into a new buffer script gets, or for outputData into a staging
+  // buffer lent with the request (rpc.js), copied into outputData here and kept for the next read or write
+  const n = byteLengthOf(t);
+  const lent = byob ? c.worker.staging(n) : null;
+  const into = lent && lent.staged ? lent.bytes : null;
+  const message = {ctx: c.id, tid: t.id, n, ...(into ? {into} : {})};
+  c.worker.call('read', message, into ? [into.buffer] : [], (buffer) => {
+    if (!t.pending.delete(settle.reject)) return;  // already rejected by destroy()
+    if (!byob) { settle.resolve(buffer); return; }
+    try {
+      // re-validated: outputData may have been detached while the read was queued
+      bytesFor(outputData, t, `${where}: outputData`, viewRule).set(new Uint8Array(buffer));
+      settle.resolve(undefined);
+    } catch (e) {
+      settle.reject(e);
+    } finally {
+      if (into) c.worker.restage(buffer);
+    }
+  }, (e) => {
+    if (t.pending.delete(settle.reject)) settle.reject(e);
+  });
+  return result;
+}
+
 export class MLContext {
   constructor(token, core) {
     illegal(token);
@@ -297,47 +341,14 @@ export class MLContext {
   }
 
   /** readTensor(tensor) and readTensor(tensor, outputData).  https://www.w3.org/TR/webnn/#api-mlcontext-readtensor */
-  async readTensor(tensor, outputData) {
-    const where = 'MLContext.readTensor';
-    const c = stateOf(contextState, this, where);
-    if (arguments.length < 1) throw new TypeError(`${where}: 1 argument required, but only 0 present`);
-    const t = c.tensorArg(tensor, `${where}: tensor`);
-    const byob = arguments.length >= 2;
-    if (byob) checkBufferSource(outputData, `${where}: outputData`);
-    if (t.context !== this) throw new TypeError(`${where}: the tensor belongs to another MLContext`);
-    // WPT (read_after_destroy, destroyed context) expects InvalidStateError where the spec text says TypeError
-    if (t.destroyed) throw new DOMException(`${where}: the tensor has been destroyed`, 'InvalidStateError');
-    if (!t.readable) throw new TypeError(`${where}: the tensor was not created with readable: true`);
-    if (t.rental) throw new TypeError(`${where}: the tensor has been exported to WebGPU (destroy() its GPUBuffer first)`);
-    // WPT ("read with larger array") accepts an outputData longer than the tensor
-    // Chromium takes any view of the right byte length (onnxruntime-web reads float32 into an Int8Array)
-    const viewRule = {allowLarger: true, anyView: !isStrict()};
-    if (byob) bytesFor(outputData, t, `${where}: outputData`, viewRule);
-    let settle;
-    const result = new Promise((resolve, reject) => { settle = {resolve, reject}; });
-    t.pending.add(settle.reject);
-    // the worker copies out of its heap once: into a new buffer script gets, or for outputData into a staging
-    // buffer lent with the request (rpc.js), copied into outputData here and kept for the next read or write
-    const n = byteLengthOf(t);
-    const lent = byob ? c.worker.staging(n) : null;
-    const into = lent && lent.staged ? lent.bytes : null;
-    const message = {ctx: c.id, tid: t.id, n, ...(into ? {into} : {})};
-    c.worker.request('read', message, into ? [into.buffer] : []).then((buffer) => {
-      if (!t.pending.delete(settle.reject)) return;  // already rejected by destroy()
-      if (!byob) { settle.resolve(buffer); return; }
-      try {
-        // re-validated: outputData may have been detached while the read was queued
-        bytesFor(outputData, t, `${where}: outputData`, viewRule).set(new Uint8Array(buffer));
-        settle.resolve(undefined);
-      } catch (e) {
-        settle.reject(e);
-      } finally {
-        if (into) c.worker.restage(buffer);
-      }
-    }, (e) => {
-      if (t.pending.delete(settle.reject)) settle.reject(e);
-    });
-    return result;
+  // Not `async`: its promise is the one the worker's reply settles (an async function would wrap it in another,
+  // two microtask hops more per read); what it throws before that becomes a rejection, as WebIDL says.
+  readTensor(tensor, outputData) {
+    try {
+      return readSteps(this, arguments.length, tensor, outputData);
+    } catch (e) {
+      return Promise.reject(e);
+    }
   }
 
   /** writeTensor(tensor, inputData): copy now, write on the timeline.  https://www.w3.org/TR/webnn/#api-mlcontext-writetensor */

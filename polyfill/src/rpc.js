@@ -136,6 +136,18 @@ export class WorkerClient {
     });
   }
 
+  /** `request` without its promise: the worker's result goes to `resolve`, its error to `reject` (a readTensor
+   *  settles its own promise from these, a microtask hop and two promises fewer per read). */
+  call(type, payload, transfer, resolve, reject) {
+    if (this.dead) {
+      reject(new DOMException(this.dead, 'InvalidStateError'));
+      return;
+    }
+    const id = this.nextId++;
+    this.pending.set(id, {resolve, reject});
+    this.#send({id, type, ...payload}, transfer);
+  }
+
   /** Send without waiting: failures are recorded on the objects involved by the worker itself, which replies
    *  only then (`quiet`), and the console says so. */
   post(type, payload = {}, transfer = []) {
