@@ -364,10 +364,12 @@ export class MLContext {
     if (!t.writable) throw new TypeError(`${where}: the tensor was not created with writable: true`);
     if (t.rental) throw new TypeError(`${where}: the tensor has been exported to WebGPU (destroy() its GPUBuffer first)`);
     // the spec's copy at call time, into a staging buffer the worker gives back (rpc.js); transferred, not cloned
+    // (a small one is cloned: rpc.js staging)
     const source = bytesFor(inputData, t, `${where}: inputData`, {anyView: !isStrict()});
-    const {bytes, staged} = c.worker.staging(source.byteLength);
+    const {bytes, staged, transfer} = c.worker.staging(source.byteLength);
     bytes.set(source);
-    c.worker.post('write', {ctx: c.id, tid: t.id, data: bytes, ...(staged ? {recycle: true} : {})}, [bytes.buffer]);
+    c.worker.post('write', {ctx: c.id, tid: t.id, data: bytes, ...(staged ? {recycle: true} : {})},
+      transfer ? [bytes.buffer] : []);
   }
 
   /** opSupportLimits(): a fresh MLOpSupportLimits dictionary.  https://www.w3.org/TR/webnn/#api-mlcontext-opsupportlimits */
