@@ -9,6 +9,7 @@
       assets/pyodide-<hash>/            the Pyodide core (its file names are fixed by Pyodide: the folder is hashed)
       assets/numpy-<hash>/numpy-....whl, assets/py_core-<hash>/py_core-....whl   (wheel names are fixed too)
       assets/pyodide-snapshot.<hash>.bin-gz   the Pyodide memory snapshot a first visit restores (make snapshot)
+      assets/pyodide-snapshot-numpy.<hash>.bin-gz   the worker's, taken after `import numpy` (make snapshot)
       *.br, *.gz                        precompressed siblings, for servers that negotiate Content-Encoding
 
 Every asset a browser may cache has its content hash in its path, so a server can send them with
@@ -215,17 +216,19 @@ def build(out: Path, compress: bool = True) -> dict[str, object]:
         "lock": rel(lock_path),
         "core": {"wheel": rel(core_dir / core.filename), "sha256": core.sha256},
     }
-    # the build's Pyodide snapshot (scripts/make_snapshot.mjs: make dist makes it first), already gzipped
-    snapshot = settings.snapshot_asset()
-    if snapshot is None:
-        print("make_dist: no Pyodide snapshot built (make snapshot): first visits start CPython", file=sys.stderr)
-    else:
+    # the build's Pyodide snapshots (scripts/make_snapshot.mjs: make dist makes them first), already gzipped: the
+    # bare interpreter's, and the worker's taken after `import numpy`
+    for key, name in (("snapshot", "pyodide-snapshot"), ("numpySnapshot", "pyodide-snapshot-numpy")):
+        snapshot = settings.snapshot_asset(name)
+        if snapshot is None:
+            print(f"make_dist: no {name} built (make snapshot): first visits start without it", file=sys.stderr)
+            continue
         data = (settings.polyfill_dist / Path(snapshot["url"]).name).read_bytes()
         # not ".gz": the package's "files" leave the precompressed siblings (*.gz) out of the tarball, and a server
         # may send a .gz with Content-Encoding: gzip, so the browser inflates it and the sha256 (of the gzip
         # bytes, checked as the fetch's integrity) no longer matches
-        path = hashed_file(assets, "pyodide-snapshot", SNAPSHOT_SUFFIX, data)
-        asset_map["snapshot"] = {"url": rel(path), "sha256": snapshot["sha256"], "size": snapshot["size"]}
+        path = hashed_file(assets, name, SNAPSHOT_SUFFIX, data)
+        asset_map[key] = {**snapshot, "url": rel(path)}
     define = {"__WEBNN_DIST__": json.dumps(asset_map)}
     (out / "webnn-polyfill.js").write_bytes(esbuild("index.js", "iife", define))
     (out / "webnn-polyfill.mjs").write_bytes(esbuild("module.js", "esm", define))

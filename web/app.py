@@ -216,6 +216,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         snapshot = settings.snapshot_asset()
         if snapshot:
             body["snapshot"] = snapshot
+        numpy_snapshot = settings.snapshot_asset("pyodide-snapshot-numpy")
+        if numpy_snapshot:
+            body["numpySnapshot"] = numpy_snapshot
         return JSONResponse(body, headers={"cache-control": NO_CACHE})
 
     @app.get("/core/{digest}/{filename}")

@@ -52,15 +52,19 @@ class Settings:
         """The esbuild output directory (make build)."""
         return self.repo_root / "polyfill" / "dist"
 
-    def snapshot_asset(self) -> dict[str, Any] | None:
-        """The build's Pyodide snapshot (scripts/make_snapshot.mjs, beside the bundle) as the polyfill fetches it:
-        {url (on the dev server), sha256 (of the .gz), size (inflated)}; None when it is not built or was made
-        for another Pyodide version."""
+    def snapshot_asset(self, name: str = "pyodide-snapshot") -> dict[str, Any] | None:
+        """A build's Pyodide snapshot (scripts/make_snapshot.mjs, beside the bundle) as the polyfill fetches it:
+        {url (on the dev server), sha256 (of the .gz), size (inflated)}, and for the one taken after `import numpy`
+        (name "pyodide-snapshot-numpy") also numpySha256 (the wheel it holds) and relink (polyfill/src/relink.js);
+        None when it is not built or was made for another Pyodide version."""
         try:
-            meta = json.loads((self.polyfill_dist / "pyodide-snapshot.json").read_text())
+            meta = json.loads((self.polyfill_dist / f"{name}.json").read_text())
             if meta["pyodide"] != PYODIDE_VERSION or not (self.polyfill_dist / meta["file"]).is_file():
                 return None
-            return {"url": f"/polyfill/{meta['file']}", "sha256": meta["sha256"], "size": meta["snapshotSize"]}
+            asset = {"url": f"/polyfill/{meta['file']}", "sha256": meta["sha256"], "size": meta["snapshotSize"]}
+            if "relink" in meta:
+                asset.update(numpySha256=meta["numpySha256"], relink=meta["relink"])
+            return asset
         except (OSError, ValueError, KeyError, TypeError):
             return None
 

@@ -28,9 +28,10 @@ function fetchable(indexURL) {
  *  indexURL      Pyodide's folder (a URL, or a path ending in '/' under Node)
  *  lockFileURL   a lock file other than indexURL's own (the dist package's)
  *  env, stdout, stderr, args: loadPyodide's options (stdout/stderr default to silence)
- *  snapshot      {use, make, store, given, givenNew, prebuilt}: restore `given` snapshot bytes, the cached
- *                snapshot or the build's (`prebuilt`: {url, sha256, size}) / take one when booting without,
- *                and store it (snapshot.js startPyodide)
+ *  snapshot      {use, make, store, given, givenNew, prebuilt, numpyAsset}: restore `given` snapshot bytes, the
+ *                cached snapshot or the build's (`prebuilt`: {url, sha256, size}) / take one when booting without,
+ *                and store it (snapshot.js startPyodide); with `numpy`, first the build's NumPy snapshot
+ *                (`numpyAsset`: {url, sha256, size, numpySha256, relink}), NumPy then comes imported
  *  wasmModule    pyodide.asm.wasm already compiled (another Pyodide's, see shareWasm below)
  *  numpy         install NumPy
  *  wheels        [{url, sha256}] installed after (sha256: hex, checked before anything is unpacked)
@@ -42,10 +43,12 @@ function fetchable(indexURL) {
  *                what it needs; siteScope names whose site-packages it is (the page's and the worker's differ)
  *  stdlibCode    with siteCache: keep the standard library's compiled code (stdlibpyc.js) in the entry of the last
  *                of `wheels` (or NumPy's without wheels), use it where that entry was restored
- *  mark(stage, info) called after 'script', 'runtime' (info: {snapshot, snapshotBytes, wasmModule}), 'numpy', 'wheels'
+ *  mark(stage, info) called after 'script', 'module' (info: {wasmModule}: pyodide.asm.wasm compiled or given, not
+ *                yet instantiated), 'runtime' (info: {snapshot, snapshotBytes, wasmModule}), 'numpy', 'wheels'
  *                (each when installed) and 'packages'; with siteCache also 'siteOpen', 'siteRead', 'siteChecked';
  *                with a prebuilt snapshot 'snapshotFetched' (fetched and inflated)
- * Resolves to {py, version, snapshot: 'handed'|'loaded'|'prebuilt'|'made'|'none', snapshotBytes, wasmModule,
+ * Resolves to {py, version, snapshot: 'handed'|'loaded'|'prebuilt'|'made'|'none', snapshotBytes, numpySnapshot
+ * (true: restored from the NumPy snapshot, snapshotBytes then null), wasmModule,
  * numpy, wheels: 'cached'|'unzipped'|'unpacked'|'loadPackage'|null (how each was installed), storeSite: (which) =>
  * Promise<{stored: Promise<bool>}> (stores the entries of the wheels installed here, 'numpy' or 'wheels' or, by
  * default, both: their files and the .pyc written since; call it after importing from them; it resolves once the
@@ -61,19 +64,25 @@ export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}
   const started0 = early && fetchable(indexURL) ? startEarly(indexURL, wasmModule) : {script: null, module: null};
   const {loadPyodide, version} = await importPyodide(indexURL);
   mark('script');
-  if (early && snapshot.use && !snapshot.given && version && fetchable(indexURL)) {
+  // NumPy's sha256 in the lock file loadPyodide then reads (from the HTTP cache)
+  const numpyLock = numpy && fetchable(indexURL) && (early || snapshot.numpyAsset)
+    ? lockSha256(lockFileURL || new URL('pyodide-lock.json', indexURL).href) : null;
+  // the build's NumPy snapshot (the worker's), tried before the bare one: its cached copy read ahead instead
+  const numpyAsset = numpy && snapshot.use && fetchable(indexURL) ? snapshot.numpyAsset || null : null;
+  if (numpyAsset) {
+    snapshot = {...snapshot, numpy: {asset: numpyAsset, lockSha256: numpyLock,
+      cached: early && version ? prefetchSnapshot(indexURL, version, numpyAsset) : null}};
+  } else if (early && snapshot.use && !snapshot.given && version && fetchable(indexURL)) {
     snapshot = {...snapshot, cached: prefetchSnapshot(indexURL, version)};
   }
   const site = siteCache && viaFetch ? new SiteEntries(indexURL, version, siteScope, stdlibCode, mark) : null;
   // the cache entries are read (and their sha256 checked) while Pyodide starts: I/O and digests off this thread
-  if (site && version && early) {
-    site.prefetch(numpy && lockSha256(lockFileURL || new URL('pyodide-lock.json', indexURL).href), wheels);
-  }
+  if (site && version && early) site.prefetch(numpyLock, wheels);
   const options = {indexURL, stdout, stderr};
   if (lockFileURL) options.lockFileURL = lockFileURL;
   if (env && Object.keys(env).length) options.env = env;
   if (args) options.args = args;
-  const wasm = shareWasm(indexURL, wasmModule || started0.module);
+  const wasm = shareWasm(indexURL, wasmModule || started0.module, (module) => mark('module', {wasmModule: module}));
   let started;
   try {
     await started0.script;  // else loadPyodide imports it a second time
@@ -98,7 +107,7 @@ export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}
   mark('packages');
   const loadPackaged = [numpyHow, wheelsHow].some((how) => /loadPackage/.test(how || ''));
   return {py, version: version || py.version, snapshot: started.snapshot, snapshotBytes: started.bytes,
-    wasmModule: wasm.module(), numpy: numpyHow, wheels: wheelsHow,
+    numpySnapshot: !!started.numpy, wasmModule: wasm.module(), numpy: numpyHow, wheels: wheelsHow,
     storeSite: site && !loadPackaged ? site.prepareStore(py) : notStored};
 }
 
@@ -250,7 +259,11 @@ const modules = new Map();  // pyodide.asm.wasm URL -> WebAssembly.Module, or a 
 const booting = new Map();  // pyodide.asm.wasm URL -> how many boots of ours are running
 let original = null;  // WebAssembly.instantiateStreaming while it is wrapped
 
-function shareWasm(indexURL, given) {
+// `onModule(module)`: called once the module this boot instantiates is known (compiled, or given), before the
+// instantiation itself.
+const moduleListeners = new Map();  // pyodide.asm.wasm URL -> [onModule of each boot of ours running]
+
+function shareWasm(indexURL, given, onModule = () => {}) {
   const wa = globalThis.WebAssembly;
   if (!fetchable(indexURL) || !wa || typeof wa.instantiateStreaming !== 'function') {
     return {release: () => {}, module: () => (wa && given instanceof wa.Module ? given : null)};
@@ -258,6 +271,11 @@ function shareWasm(indexURL, given) {
   const url = new URL('pyodide.asm.wasm', indexURL).href;
   if (given && !modules.has(url)) modules.set(url, given);
   booting.set(url, (booting.get(url) || 0) + 1);
+  moduleListeners.set(url, [...(moduleListeners.get(url) || []), onModule]);
+  const known = (key, module) => {
+    for (const fn of moduleListeners.get(key) || []) fn(module);
+    moduleListeners.delete(key);
+  };
   if (!original) {
     const passThrough = original = wa.instantiateStreaming;
     wa.instantiateStreaming = async function instantiateStreaming(source, imports) {
@@ -266,11 +284,15 @@ function shareWasm(indexURL, given) {
       const module = booting.has(key) && await modules.get(key);
       if (module) {
         modules.set(key, module);
+        known(key, module);
         return {module, instance: await wa.instantiate(module, imports)};
       }
-      const result = await passThrough.call(this, response, imports);
-      if (booting.has(key)) modules.set(key, result.module);
-      return result;
+      if (!booting.has(key)) return passThrough.call(this, response, imports);
+      // compiled apart from the instantiation, so that the module is known (and can go to another Pyodide) first
+      const compiled = await wa.compileStreaming(response);
+      modules.set(key, compiled);
+      known(key, compiled);
+      return {module: compiled, instance: await wa.instantiate(compiled, imports)};
     };
   }
   let released = false;
@@ -281,6 +303,7 @@ function shareWasm(indexURL, given) {
       const n = booting.get(url) - 1;
       if (n) booting.set(url, n);
       else booting.delete(url);
+      if (!booting.has(url)) moduleListeners.delete(url);
       if (!booting.size && original) {
         wa.instantiateStreaming = original;
         original = null;

@@ -61,6 +61,9 @@ export function readConfig() {
     coreWheel: {url: new URL(DIST.core.wheel, base).href, sha256: DIST.core.sha256},
     // the build's Pyodide snapshot (scripts/make_snapshot.mjs), when make dist had one
     ...(DIST.snapshot ? {snapshotAsset: {...DIST.snapshot, url: new URL(DIST.snapshot.url, base).href}} : {}),
+    // and the worker's, taken after `import numpy`
+    ...(DIST.numpySnapshot ? {numpySnapshotAsset: {...DIST.numpySnapshot,
+      url: new URL(DIST.numpySnapshot.url, base).href}} : {}),
     workerURL: new URL(DIST.worker, base).href,
   } : {
     pyodideURL: new URL('../pyodide/', base).href,

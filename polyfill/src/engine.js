@@ -45,7 +45,8 @@ export function createEngine({post, close, switches}) {
   // after another (boot.js startEarly: no early import, compile or cache reads), ?direct=0 writes, reads and
   // dispatches through Python (direct mode off, see above), ?unpack=0
   // installs NumPy and the core wheel with loadPackage (polyfill/src/wheels.js), ?prebuilt=0 starts CPython
-  // where there is no cached snapshot instead of restoring the build's (polyfill/src/snapshot.js). Read from the
+  // where there is no cached snapshot instead of restoring the build's (polyfill/src/snapshot.js), nor the build's
+  // NumPy snapshot, which ?numpysnapshot=0 alone leaves out (NumPy imported after the bare restore). Read from the
   // worker script's own URL (worker.js), which may run from a blob URL that imports it (polyfill/src/spawn.js).
   let blas = switches.get('blas') === '0' ? 'off' : 'idle';
 
@@ -79,17 +80,30 @@ export function createEngine({post, close, switches}) {
     // The page stores the snapshot (of a bare interpreter); a snapshot carries its environment, so the
     // switches boot without one.
     const plain = !Object.keys(env).length;
+    // NumPy imported in the snapshot (relink.js); ?numpysnapshot=0: imported after the bare one's restore
+    const numpyAsset = plain && switches.get('prebuilt') !== '0' && switches.get('numpysnapshot') !== '0'
+      ? msg.numpySnapshotAsset || null : null;
     const booted = await bootPyodide({indexURL: msg.pyodideURL, lockFileURL: msg.lockFileURL, env,
       // a snapshot made here goes to the page, which stores it (snapshot.js)
       snapshot: {use: plain, make: plain, store: !msg.handoff,
-        prebuilt: plain && switches.get('prebuilt') !== '0' ? msg.snapshotAsset || null : null}, numpy: true,
+        prebuilt: plain && switches.get('prebuilt') !== '0' ? msg.snapshotAsset || null : null, numpyAsset},
+      numpy: true,
       wheels: [{url: msg.coreWheelURL, sha256: msg.coreWheelSha256}], unpack: switches.get('unpack') !== '0',
-      unzip: switches.get('unzip') !== '0', siteCache: switches.get('sitecache') !== '0', siteScope: 'worker',
+      unzip: switches.get('unzip') !== '0', siteCache: switches.get('sitecache') !== '0',
+      // where NumPy comes imported its entry holds no .pyc of it (nothing compiled them): kept apart from the
+      // entries a boot that imports NumPy stores and restores
+      siteScope: numpyAsset ? 'worker-numpysnap' : 'worker',
       early: switches.get('early') !== '0', stdlibCode: switches.get('stdlibcode') !== '0',
       mark: (stage, info) => {
         stages[stage] = Math.round(performance.now() - t0);
-        if (stage !== 'runtime') return;
         const what = msg.handOver || {};
+        // Restoring the NumPy snapshot, this Pyodide has no snapshot for the page's: the page's starts as soon as
+        // the compiled module is known (its own restore then runs beside this one's), not after the restore
+        if (stage === 'module' && numpyAsset && msg.handoff) {
+          handOver(msg.handoff, {wasmModule: what.module ? info.wasmModule : null});
+          msg.handoff = null;
+        }
+        if (stage !== 'runtime') return;
         handOver(msg.handoff, !plain ? {} : {...info, wasmModule: what.module ? info.wasmModule : null,
           snapshotBytes: fresh(info.snapshot) || what.cachedSnapshot ? info.snapshotBytes : null});
         progress('worker-runtime', 'Pyodide started in the worker');
@@ -114,7 +128,8 @@ export function createEngine({post, close, switches}) {
     await store('wheels');  // the core wheel's, likewise
     stages.core = Math.round(performance.now() - t0);
     progress('worker-core', 'core loaded');
-    return {ok: true, snapshot: booted.snapshot, numpy: booted.numpy, wheels: booted.wheels, stages,
+    return {ok: true, snapshot: booted.snapshot, numpySnapshot: booted.numpySnapshot, numpy: booted.numpy,
+      wheels: booted.wheels, stages,
       stdlibCode: stdlibUsed(pyodide)};
   }
 

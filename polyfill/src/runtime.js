@@ -67,6 +67,7 @@ export class Runtime {
       this.coreWheelURL = this.config.coreWheel.url;
       this.coreWheelSha256 = this.config.coreWheel.sha256;
       this.snapshotAsset = this.config.snapshotAsset || null;
+      this.numpySnapshotAsset = this.config.numpySnapshotAsset || null;
       this.manifestPromise = Promise.resolve(this.config.coreWheel);
       this.#progress('manifest', 'core wheel named by the package');
     }
@@ -79,6 +80,9 @@ export class Runtime {
         // the build's Pyodide snapshot (scripts/make_snapshot.mjs), when it was built
         const snap = m.snapshot;
         this.snapshotAsset = snap ? {...snap, url: new URL(snap.url, this.config.coreManifestURL).href} : null;
+        // the worker's, taken after `import numpy` (its extension modules relinked: relink.js)
+        const np = m.numpySnapshot;
+        this.numpySnapshotAsset = np ? {...np, url: new URL(np.url, this.config.coreManifestURL).href} : null;
         this.#progress('manifest', 'core manifest loaded');
         return m;
       });
@@ -137,6 +141,8 @@ export class Runtime {
     const ready = await worker.request('init', {...this.engineInit(), handoff, handOver: handOverWhat()},
       handoff ? [handoff] : []);
     if (ready && ready.snapshot) this.timings.snapshot = {...this.timings.snapshot, worker: ready.snapshot};
+    // true: the worker's snapshot came with NumPy imported (relink.js)
+    if (ready) this.timings.numpySnapshot = !!ready.numpySnapshot;
     // 'cached' (site-packages from Cache Storage), 'unzipped' (in JavaScript), 'unpacked' (CPython's zipfile) or
     // 'loadPackage' (fallback)
     if (ready && ready.numpy) this.timings.numpy = ready.numpy;
@@ -152,11 +158,13 @@ export class Runtime {
   /** What every execution worker's 'init' carries (this one, and further ones: pool.js); after #manifest(). */
   engineInit() {
     return {pyodideURL: this.config.pyodideURL, lockFileURL: this.config.lockFileURL,
-      coreWheelURL: this.coreWheelURL, coreWheelSha256: this.coreWheelSha256, snapshotAsset: this.prebuilt()};
+      coreWheelURL: this.coreWheelURL, coreWheelSha256: this.coreWheelSha256, snapshotAsset: this.prebuilt(),
+      numpySnapshotAsset: this.prebuilt() && this.numpySnapshotAsset};
   }
 
   /** The build's snapshot for a Pyodide without a cached one; WEBNN_POLYFILL_CONFIG.prebuiltSnapshot = false:
-   * none, for the page's and the workers' (a worker's own switch is its URL's ?prebuilt=0). */
+   * none, for the page's and the workers' (a worker's own switch is its URL's ?prebuilt=0), nor the worker's
+   * NumPy snapshot. */
   prebuilt() {
     return this.config.prebuiltSnapshot === false ? null : this.snapshotAsset || null;
   }
@@ -176,7 +184,7 @@ export class Runtime {
       // (NumPy, the core, the compiler) is the longer one.
       this.workerStarted = new Promise((resolve) => {
         this.releasePage = resolve;
-        setTimeout(resolve, PAGE_WAIT_LIMIT_MS);
+        setTimeout(resolve, this.config.pageWait === false ? 0 : PAGE_WAIT_LIMIT_MS);
       });
       // While the page's Pyodide is not running, the worker hands it its compiled pyodide.asm.wasm and its
       // memory snapshot (engine.js handOver) on a port of its own.

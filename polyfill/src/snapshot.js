@@ -18,6 +18,8 @@
 
 import {integrityOf} from './digest.js';
 import {inflate} from './inflate.js';
+import {inServiceWorker} from './load-pyodide.js';
+import {hook, relinkFor} from './relink.js';
 
 const CACHE = 'webnn-polyfill-pyodide-snapshot';
 const FORMAT = 1;  // bump to orphan snapshots made by older polyfill code
@@ -25,6 +27,14 @@ const SNAPSHOT_MAGIC = 1886286592;  // pyodide.asm.js's snapshot magic number (0
 
 function snapshotKey(indexURL, version) {
   return new URL(`webnn-snapshot-v${FORMAT}-${encodeURIComponent(version)}.bin`, indexURL).href;
+}
+
+// The worker's NumPy snapshot (scripts/make_snapshot.mjs) is only ever the build's: cached under its asset's
+// sha256, so another build's is another entry (and the older ones are deleted when a new one is stored).
+const NUMPY_PREFIX = 'webnn-snapshot-numpy-';
+
+function numpyKey(indexURL, asset) {
+  return new URL(`${NUMPY_PREFIX}${asset.sha256}.bin`, indexURL).href;
 }
 
 /** The Cache Storage cache `name` (this module's by default), or null where the page or worker has none. */
@@ -64,12 +74,18 @@ function wellFormed(bytes) {
   return header[0] === SNAPSHOT_MAGIC && header[1] >= 48 && heap > 0 && heap % 65536 === 0;
 }
 
-async function writeSnapshot(key, bytes) {
+async function writeSnapshot(key, bytes, {replacing = null} = {}) {
   const cache = await openCache();
   if (!cache) return;
   try {
     await cache.put(key, new Response(bytes, {headers: {
       'content-type': 'application/octet-stream', 'x-snapshot-length': String(bytes.length)}}));
+    // the entries this one replaces (another build's NumPy snapshot: 30 MB each)
+    if (replacing) {
+      for (const request of await cache.keys()) {
+        if (request.url !== key && replacing(request.url)) await cache.delete(request);
+      }
+    }
   } catch (e) {
     // quota or storage errors: the next visit boots without a snapshot, as this one did
   }
@@ -80,9 +96,10 @@ async function dropSnapshot(key) {
   if (cache) await cache.delete(key).catch(() => {});
 }
 
-/** The cached snapshot's bytes (or null), read ahead of startPyodide (its `cached` option). */
-export function prefetchSnapshot(indexURL, version) {
-  return readSnapshot(snapshotKey(indexURL, version || 'unknown'));
+/** The cached snapshot's bytes (or null), read ahead of startPyodide (its `cached` option); with `numpyAsset`,
+ * the cached copy of that NumPy snapshot (its `numpy.cached`). */
+export function prefetchSnapshot(indexURL, version, numpyAsset = null) {
+  return readSnapshot(numpyAsset ? numpyKey(indexURL, numpyAsset) : snapshotKey(indexURL, version || 'unknown'));
 }
 
 // A first visit gives up on the build's snapshot (and starts CPython) when its download has not finished by then:
@@ -114,12 +131,20 @@ export async function fetchPrebuilt({url, sha256, size}) {
  * With `make`, an instance that booted without one takes one (before anything else runs in it) and, with `store`,
  * stores it for the next visit.  `prebuilt` ({url, sha256, size}: fetchPrebuilt) is restored, and stored like a
  * snapshot made here, when no cached one was (`use`); `mark('snapshotFetched')` once its bytes are inflated.
- * Resolves to {py, snapshot, bytes}: snapshot is 'handed' (from `given`), 'loaded' (from the cache), 'prebuilt'
- * (the build's), 'made' or 'none'; bytes is the snapshot restored or made, for another instance.
+ * `numpy` ({asset, lockSha256, cached}: the build's NumPy snapshot, a promise of the NumPy sha256 in the lock file
+ * this Pyodide reads, and prefetchSnapshot's promise of its cached copy) is tried first, when `use`: the cached
+ * copy, else the asset (stored once restored), where the lock names the NumPy it holds.
+ * Resolves to {py, snapshot, bytes, numpy}: snapshot is 'handed' (from `given`), 'loaded' (from the cache),
+ * 'prebuilt' (the build's), 'made' or 'none'; bytes is the snapshot restored or made, for another instance (null
+ * for a NumPy snapshot: only this worker's kind can restore it); numpy is true when NumPy came imported with it.
  */
 export async function startPyodide(loadPyodide, version, options,
   {make = false, use = true, store = true, given = null, givenNew = false, cached: prefetched = null,
-    prebuilt = null, mark = () => {}} = {}) {
+    prebuilt = null, numpy = null, mark = () => {}} = {}) {
+  if (numpy && use) {
+    const started = await startWithNumpy(loadPyodide, options, numpy, mark);
+    if (started) return started;
+  }
   if (given) {
     try {
       const py = await restore(loadPyodide, options, given);
@@ -167,8 +192,41 @@ export async function startPyodide(loadPyodide, version, options,
   }
 }
 
-// `bytes`: a snapshot, or a promise of one (Pyodide awaits it once its script has run)
-async function restore(loadPyodide, options, bytes) {
+// From the build's NumPy snapshot (relink.js): its cached copy, else the asset, fetched and stored; null when it
+// does not apply (another NumPy in the lock, no module factory to hook) or does not restore (dropped from the
+// cache; the caller then boots from the bare snapshot).
+async function startWithNumpy(loadPyodide, options, {asset, lockSha256, cached: prefetched}, mark) {
+  const [lock, cachedBytes] = await Promise.all([lockSha256, prefetched]);
+  if (!asset || !asset.relink || lock !== asset.numpySha256 || !await hooked(options.indexURL)) return null;
+  const key = await openCache() ? numpyKey(options.indexURL, asset) : null;  // none without Cache Storage
+  const from = cachedBytes ? 'loaded' : 'prebuilt';
+  const bytes = cachedBytes ? Promise.resolve(cachedBytes)
+    : fetchPrebuilt(asset).then((b) => { mark('snapshotFetched'); return b; });
+  try {
+    const py = await restore(loadPyodide, options, bytes.then((b) => relinkFor(b, asset.relink)), {numpy: true});
+    // stored here whatever `store` says: no other Pyodide restores it (the worker hands the page nothing of it)
+    if (from === 'prebuilt' && key) {
+      writeSnapshot(key, await bytes, {replacing: (url) => url.includes(NUMPY_PREFIX)});  // not awaited
+    }
+    return {py, snapshot: from, bytes: null, numpy: true};
+  } catch (e) {
+    console.warn(`WebNN polyfill: the NumPy snapshot did not restore: ${e && e.message ? e.message : e}`);
+    if (from === 'loaded' && key) await dropSnapshot(key);
+    return null;
+  }
+}
+
+// relink.js's hook on pyodide.asm.js's module factory, its script imported first where boot.js's early start did
+// not (not in a service worker: import() is refused there after its script ran; load-pyodide.js)
+async function hooked(indexURL) {
+  if (!hook() && !inServiceWorker()) await import(/* webpackIgnore: true */ indexURL + 'pyodide.asm.js').catch(() => {});
+  return hook();
+}
+
+// `bytes`: a snapshot, or a promise of one (Pyodide awaits it once its script has run); `numpy`: NumPy comes
+// imported with it, checked too.  Every restore goes through relink.js's hook (restoreCountArgs).
+async function restore(loadPyodide, options, bytes, {numpy = false} = {}) {
+  await hooked(options.indexURL);
   // a heap of the wrong size makes loadPyodide hang rather than throw
   const checked = Promise.resolve(bytes).then((b) => {
     if (!wellFormed(b)) throw new Error('not a snapshot of this Pyodide (magic number or heap size)');
@@ -180,6 +238,9 @@ async function restore(loadPyodide, options, bytes) {
   // (os.urandom), as CPython's start did (Pyodide 0.27 imports it at start-up)
   if (py.runPython('import sys\nif "random" in sys.modules: sys.modules["random"].seed()\n1 + 1') !== 2) {
     throw new Error('the restored interpreter does not compute');
+  }
+  if (numpy && py.runPython('import numpy\nint(numpy.arange(4.0).dot(numpy.arange(4.0)))') !== 14) {
+    throw new Error("the restored NumPy does not compute");
   }
   return py;
 }

@@ -40,9 +40,10 @@ RUN = """async () => {
   ctx.writeTensor(xt, new Float32Array([-3, 2, -1, 4]));
   ctx.dispatch(graph, {x: xt}, {y: yt});
   const y = Array.from(new Float32Array(await ctx.readTensor(yt)));
-  const snapshot = webnnPolyfill.bootTimings.snapshot;
+  const snapshot = {...webnnPolyfill.bootTimings.snapshot, numpy: webnnPolyfill.bootTimings.numpySnapshot};
+  // both new snapshots are stored in the background (the page's and the worker's NumPy one): wait for them
   const cache = await caches.open('webnn-polyfill-pyodide-snapshot');
-  for (let i = 0; ['made', 'prebuilt'].includes(snapshot.worker) && i < 200 && !(await cache.keys()).length; i++) {
+  for (let i = 0; snapshot.page === 'prebuilt' && i < 200 && (await cache.keys()).length < 2; i++) {
     await new Promise((r) => setTimeout(r, 50));
   }
   return {y, snapshot, wasm: webnnPolyfill.bootTimings.wasm, isolated: self.crossOriginIsolated, config: webnnPolyfill.config,
@@ -129,17 +130,20 @@ def test_package_layout(dist_dir: Path) -> None:
     # and the hash follows the content: the worker's name is its sha256
     (worker,) = (dist_dir / "assets").glob("webnn-worker.*.js")
     assert worker.name == f"webnn-worker.{hashlib.sha256(worker.read_bytes()).hexdigest()[:16]}.js"
-    # the build's Pyodide snapshot (make snapshot), named in the entry script with its sha256
+    # the build's Pyodide snapshots (make snapshot), named in the entry script with their sha256
     (snapshot,) = (dist_dir / "assets").glob("pyodide-snapshot.*.bin-gz")
-    digest = hashlib.sha256(snapshot.read_bytes()).hexdigest()
-    assert snapshot.name == f"pyodide-snapshot.{digest[:16]}.bin-gz"
-    assert digest in (dist_dir / "webnn-polyfill.js").read_text()
+    (numpy_snapshot,) = (dist_dir / "assets").glob("pyodide-snapshot-numpy.*.bin-gz")
+    for path, name in ((snapshot, "pyodide-snapshot"), (numpy_snapshot, "pyodide-snapshot-numpy")):
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        assert path.name == f"{name}.{digest[:16]}.bin-gz"
+        assert digest in (dist_dir / "webnn-polyfill.js").read_text()
     # and the npm package carries it (its "files" leave the precompressed *.gz / *.br siblings out)
     packed = subprocess.run(["npm", "pack", "--dry-run", "--json"], cwd=dist_dir, capture_output=True, text=True,
                             timeout=120)
     assert packed.returncode == 0, packed.stderr[-2000:]
     listed = {f["path"] for f in json.loads(packed.stdout)[0]["files"]}
-    assert {f"assets/{snapshot.name}", f"assets/{worker.name}", "webnn-polyfill.js"} <= listed
+    assert {f"assets/{snapshot.name}", f"assets/{numpy_snapshot.name}", f"assets/{worker.name}",
+            "webnn-polyfill.js"} <= listed
     assert not any(p.endswith((".gz", ".br")) for p in listed)
 
 
@@ -151,15 +155,14 @@ def test_one_script_tag_from_another_origin_and_the_snapshot(browser: Any, brows
         assert first["config"]["workerURL"].startswith(cdn.url)
         assert first["config"]["pyodideURL"].startswith(cdn.url)
         assert first["stats"]["native"] == 1  # the wasm C kernels came with the package's core wheel
-        # the worker restores the package's snapshot (from the CDN, its sha256 checked) and hands it to the page's
-        # Pyodide; the page's origin keeps it in its Cache Storage (the worker, from a blob URL, has the page's
-        # origin), and the next visit starts from that
-        assert first["snapshot"] == {"page": "handed", "worker": "prebuilt"}
+        # the worker restores the package's NumPy snapshot and the page its bare one (from the CDN, their sha256
+        # checked); the page's origin keeps both in its Cache Storage (the worker, from a blob URL, has the page's
+        # origin), and the next visit starts from those
+        assert first["snapshot"] == {"page": "prebuilt", "worker": "prebuilt", "numpy": True}
         # the worker's compiled pyodide.asm.wasm, not compiled again (not sent in Firefox: runtime.js)
         assert first["wasm"] == ("handed" if browser_name == "chromium" else "compiled")
         second = _visit(context, f"{site}one-tag.html")
-        # Firefox's page reads a cached snapshot itself (runtime.js handOverWhat)
-        assert second["snapshot"] == {"page": "handed" if browser_name == "chromium" else "loaded", "worker": "loaded"}
+        assert second["snapshot"] == {"page": "loaded", "worker": "loaded", "numpy": True}
     finally:
         context.close()
 

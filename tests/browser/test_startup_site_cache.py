@@ -1,7 +1,8 @@
 """Site-packages kept in Cache Storage (polyfill/src/sitecache.js): the first visit unzips the wheels and stores
 one entry per wheel and Pyodide with the .pyc CPython wrote while importing (the worker's: NumPy's, stored right
 after `import numpy`, and the core's; the page's: the core's); the next visit restores them instead of installing
-the wheels, also when the first closed as soon as its graph had run (the bench's visits); a damaged entry (its
+the wheels, also when the first closed as soon as its graph had run (the bench's visits), and where the worker's
+snapshot brings NumPy imported (relink.js) under a scope of their own (no .pyc of NumPy); a damaged entry (its
 bytes no longer match its sha256, or they do but do not parse) is dropped, that wheel is installed again and a
 fresh entry is stored; ?sitecache=0 neither reads nor stores one.  The core's entries also hold the standard
 library's code compiled during the imports (polyfill/src/stdlibpyc.js), which the next visit's Pyodides use;
@@ -36,7 +37,7 @@ VISIT = """async (want) => {
   const t = webnnPolyfill.bootTimings;
   const cache = await caches.open('@CACHE@');
   for (let i = 0; i < 400 && (await cache.keys()).length < want; i++) await new Promise((r) => setTimeout(r, 50));
-  return {y, numpy: t.numpy, wheels: t.wheels, stdlibCode: t.stdlibCode};
+  return {y, numpy: t.numpy, wheels: t.wheels, stdlibCode: t.stdlibCode, numpySnapshot: t.numpySnapshot};
 }""".replace("@CACHE@", CACHE)
 
 # the entries stored (polled: both Pyodides store theirs in the background), each as its files' paths, and
@@ -96,7 +97,9 @@ def _entries(context: Any, url: str, want: int) -> dict[str, Any]:
 
 def test_site_packages_come_back_from_the_cache_and_a_damaged_entry_is_replaced(browser: Any,
                                                                                 dev_server: str) -> None:
-    url = f"{dev_server}/perf/"
+    # NumPy imported after the bare snapshot's restore (?numpysnapshot=0), as where the worker's NumPy snapshot
+    # is not there or not usable: what that import compiles goes into the entries
+    url = f"{dev_server}/perf/?numpysnapshot=0"
     context = browser.new_context()
     try:
         # closed as soon as its graph has run, as the bench's cold visit is: NumPy's entry, the big one, is
@@ -141,6 +144,29 @@ def test_site_packages_come_back_from_the_cache_and_a_damaged_entry_is_replaced(
             assert numpy_key in stored and stored[numpy_key]["intact"], mode  # stored afresh
             assert STDLIB_CODE not in stored[numpy_key]["paths"] and STDLIB_CODE in stored[core_key]["paths"], mode
         assert _visit(context, url)["numpy"] == "cached"
+    finally:
+        context.close()
+
+
+def test_with_the_numpy_snapshot_the_entries_are_kept_apart(browser: Any, dev_server: str) -> None:
+    """Where the worker's snapshot brings NumPy imported (the default), nothing compiles NumPy's .pyc: its entries
+    are stored and restored under a scope of their own, never given to a boot that imports NumPy."""
+    url = f"{dev_server}/perf/"
+    context = browser.new_context()
+    try:
+        first = _visit(context, url, 3)
+        assert first["numpySnapshot"] is True and first["numpy"] == "unzipped"
+        again = _visit(context, url)
+        assert again["numpySnapshot"] is True and again["numpy"] == "cached"
+        assert again["wheels"] == {"page": "cached", "worker": "cached"}
+        entries = _entries(context, url, 3)
+        worker = [k for k in entries if "-worker-" in k]
+        assert len(worker) == 2 and all("-worker-numpysnap-" in k for k in worker), list(entries)
+        numpy = next(e["paths"] for k, e in entries.items() if "numpy/__init__.py" in e["paths"])
+        assert "numpy/_core/__pycache__/numeric.cpython-312.pyc" not in numpy
+        assert "numpy/_core/_multiarray_umath.cpython-312-wasm32-emscripten.so" in numpy
+        # a boot that imports NumPy does not take that entry: it installs NumPy and stores its own
+        assert _visit(context, f"{url}?numpysnapshot=0", 5)["numpy"] == "unzipped"
     finally:
         context.close()
 

@@ -1,7 +1,9 @@
 """Startup from a Pyodide memory snapshot (polyfill/src/snapshot.js): on the first visit the worker's Pyodide
-restores the build's (scripts/make_snapshot.mjs) or, without it, makes one; either is stored in Cache Storage and
-handed to the page's Pyodide; the next visit restores it in the worker, which hands it over again; a damaged one is
-dropped (the worker boots normally and stores a fresh one), and so is a damaged build asset."""
+restores the build's NumPy snapshot (scripts/make_snapshot.mjs: NumPy imported, its extension modules relinked by
+polyfill/src/relink.js) and stores it, and the page's restores the build's bare one and stores it; the next visit
+restores both from Cache Storage.  Without the NumPy snapshot (?numpysnapshot=0, or a damaged one) the worker
+restores the bare one and hands it to the page; without any build snapshot the worker makes one.  A damaged
+cached snapshot is dropped (and replaced), a damaged build asset is not used."""
 
 from __future__ import annotations
 
@@ -31,17 +33,25 @@ VISIT = """async () => {
   ctx.dispatch(graph, {x: xt}, {y: yt});
   const y = Array.from(new Float32Array(await ctx.readTensor(yt)));
   const snapshot = webnnPolyfill.bootTimings.snapshot;
-  // the worker stores its snapshot in the background: wait for it before the next visit looks
+  const numpy = webnnPolyfill.bootTimings.numpySnapshot;
+  // the snapshots new to the cache are stored in the background: wait for them before the next visit looks
+  const want = [];
+  if (['made', 'prebuilt'].includes(snapshot.page) || (!numpy && ['made', 'prebuilt'].includes(snapshot.worker))) {
+    want.push('webnn-snapshot-v');
+  }
+  if (numpy && snapshot.worker === 'prebuilt') want.push('webnn-snapshot-numpy-');
   const cache = await caches.open('webnn-polyfill-pyodide-snapshot');
-  for (let i = 0; ['made', 'prebuilt'].includes(snapshot.worker) && i < 200 && !(await cache.keys()).length; i++) {
+  for (let i = 0; i < 200; i++) {
+    const urls = (await cache.keys()).map((r) => r.url);
+    if (want.every((w) => urls.some((u) => u.includes(w)))) break;
     await new Promise((r) => setTimeout(r, 50));
   }
-  return {y, snapshot: {...snapshot, wasm: webnnPolyfill.bootTimings.wasm}};
+  return {y, snapshot: {...snapshot, numpy, wasm: webnnPolyfill.bootTimings.wasm}};
 }"""
 
-DAMAGE = """async (mode) => {
+DAMAGE = """async ([mode, which]) => {
   const cache = await caches.open('webnn-polyfill-pyodide-snapshot');
-  const [key] = await cache.keys();
+  const key = (await cache.keys()).find((r) => r.url.includes(which));
   let bytes = new Uint8Array(await (await cache.match(key)).arrayBuffer());
   if (mode === 'magic') bytes[0] ^= 0xff;
   if (mode === 'build-id') bytes[20] ^= 0xff;
@@ -77,45 +87,75 @@ def test_second_visit_restores_the_snapshot_and_a_damaged_one_is_replaced(browse
     context.add_init_script(PREBUILT_OFF)  # a first visit that makes its snapshot
     try:
         url = f"{dev_server}/test/smoke.html"
-        assert _visit(context, url, wasms) == {"page": "handed", "worker": "made"}
-        assert _visit(context, url, wasms) == {"page": again, "worker": "loaded"}
+        bare = {"numpy": False}
+        assert _visit(context, url, wasms) == {"page": "handed", "worker": "made", **bare}
+        assert _visit(context, url, wasms) == {"page": again, "worker": "loaded", **bare}
         for mode in ("magic", "build-id", "truncated"):
-            page = context.new_page()
-            page.goto(url)
-            page.evaluate(DAMAGE, mode)
-            page.close()
-            assert _visit(context, url, wasms) == {"page": "handed", "worker": "made"}, mode
-            assert _visit(context, url, wasms) == {"page": again, "worker": "loaded"}, mode
+            _damage(context, url, mode, "webnn-snapshot-v")
+            assert _visit(context, url, wasms) == {"page": "handed", "worker": "made", **bare}, mode
+            assert _visit(context, url, wasms) == {"page": again, "worker": "loaded", **bare}, mode
     finally:
         context.close()
 
 
-def _asset() -> tuple[dict[str, Any], bytes]:
-    """The build's snapshot as the dev server announces it, and its gzipped bytes (make snapshot builds it)."""
+def _damage(context: Any, url: str, mode: str, which: str) -> None:
+    """Damages context's cached snapshot whose key holds `which` ('webnn-snapshot-v': the bare one,
+    'webnn-snapshot-numpy-': the worker's NumPy snapshot)."""
+    page = context.new_page()
+    page.goto(url)
+    page.evaluate(DAMAGE, [mode, which])
+    page.close()
+
+
+def _asset(name: str = "pyodide-snapshot") -> tuple[dict[str, Any], bytes]:
+    """A build snapshot as the dev server announces it, and its gzipped bytes (make snapshot builds it)."""
     settings = Settings.from_env()
-    asset = settings.snapshot_asset()
-    assert asset is not None, "no Pyodide snapshot in polyfill/dist: run make snapshot"
+    asset = settings.snapshot_asset(name)
+    assert asset is not None, f"no {name} in polyfill/dist: run make snapshot"
     return asset, (settings.polyfill_dist / asset["url"].rsplit("/", 1)[1]).read_bytes()
 
 
-def test_first_visit_restores_the_build_snapshot(browser: Any, browser_name: str, dev_server: str) -> None:
+def _worker_url(context: Any, dev_server: str, query: str) -> None:
+    context.add_init_script(f"window.WEBNN_POLYFILL_CONFIG = {{workerURL: '{dev_server}/polyfill/webnn-worker.js?{query}'}};")
+
+
+def test_first_visit_restores_the_build_snapshots(browser: Any, browser_name: str, dev_server: str) -> None:
     chromium = browser_name == "chromium"
     wasms = {"handed"} if chromium else {"compiled"}
     url = f"{dev_server}/test/smoke.html"
     _asset()
+    _asset("pyodide-snapshot-numpy")
     context = browser.new_context()
     try:
-        assert _visit(context, url, wasms) == {"page": "handed", "worker": "prebuilt"}
-        # stored like a snapshot made on the first visit
-        assert _visit(context, url, wasms) == {"page": "handed" if chromium else "loaded", "worker": "loaded"}
+        # the worker's NumPy snapshot, the page's bare one: each restores the build's and stores it
+        assert _visit(context, url, wasms) == {"page": "prebuilt", "worker": "prebuilt", "numpy": True}
+        assert _visit(context, url, wasms) == {"page": "loaded", "worker": "loaded", "numpy": True}
+        # a damaged cached NumPy snapshot is dropped: one that fails its checks before the restore gives way to
+        # the build's again, one that fails in the restore (another build's) to the bare snapshot
+        _damage(context, url, "magic", "webnn-snapshot-numpy-")
+        assert _visit(context, url, wasms) == {"page": "loaded", "worker": "prebuilt", "numpy": True}
+        # (the page's Pyodide started as the worker's module was compiled, before the worker fell back: it reads
+        # its own)
+        _damage(context, url, "build-id", "webnn-snapshot-numpy-")
+        assert _visit(context, url, wasms) == {"page": "loaded", "worker": "loaded", "numpy": False}
+        assert _visit(context, url, wasms) == {"page": "loaded", "worker": "prebuilt", "numpy": True}
+    finally:
+        context.close()
+    # ?numpysnapshot=0: the worker restores the bare one and hands it to the page, as before the NumPy snapshot
+    context = browser.new_context()
+    _worker_url(context, dev_server, "numpysnapshot=0")
+    try:
+        assert _visit(context, url, wasms) == {"page": "handed", "worker": "prebuilt", "numpy": False}
+        assert _visit(context, url, wasms) == {"page": "handed" if chromium else "loaded", "worker": "loaded",
+                                               "numpy": False}
     finally:
         context.close()
     # a worker that boots without snapshots (a switch in its environment) hands nothing over: the page restores the
     # build's itself
     context = browser.new_context()
-    context.add_init_script(f"window.WEBNN_POLYFILL_CONFIG = {{workerURL: '{dev_server}/polyfill/webnn-worker.js?compiler=0'}};")
+    _worker_url(context, dev_server, "compiler=0")
     try:
-        assert _visit(context, url, {"compiled"}) == {"page": "prebuilt", "worker": "none"}
+        assert _visit(context, url, {"compiled"}) == {"page": "prebuilt", "worker": "none", "numpy": False}
     finally:
         context.close()
 
@@ -130,10 +170,11 @@ def _damaged(mode: str, gz: bytes) -> bytes:
     return gzip.compress(bytes(raw), compresslevel=1)
 
 
-def _serve_damaged(context: Any, mode: str, asset: dict[str, Any], gz: bytes) -> list[str]:
-    """Routes context's snapshot asset to a damaged copy (the manifest names its sha256 where the mode says);
-    returns the list of URLs served from it."""
-    body = _damaged(mode, gz) if mode != "missing" else b""
+def _serve_damaged(context: Any, mode: str, asset: dict[str, Any], gz: bytes, key: str = "snapshot") -> list[str]:
+    """Routes context's snapshot asset (the manifest's `key`) to a damaged copy (the manifest names its sha256 where
+    the mode says; 'relink': the asset as built, its relink record off by one table slot); returns the list of URLs
+    served from it."""
+    body = _damaged(mode, gz) if mode not in ("missing", "relink") else gz if mode == "relink" else b""
     served: list[str] = []
 
     def snapshot(route: Any) -> None:
@@ -146,12 +187,14 @@ def _serve_damaged(context: Any, mode: str, asset: dict[str, Any], gz: bytes) ->
     def manifest(route: Any) -> None:
         response = route.fetch()
         m = json.loads(response.text())
-        assert m["snapshot"]["sha256"] == asset["sha256"]
+        assert m[key]["sha256"] == asset["sha256"]
         if mode in ("truncated", "build-id"):
-            m["snapshot"]["sha256"] = hashlib.sha256(body).hexdigest()
+            m[key]["sha256"] = hashlib.sha256(body).hexdigest()
+        if mode == "relink":
+            m[key]["relink"]["tableBefore"] += 1
         route.fulfill(response=response, body=json.dumps(m))
 
-    context.route("**/pyodide-snapshot.bin.gz", snapshot)
+    context.route(f"**/{asset['url'].rsplit('/', 1)[1]}", snapshot)
     context.route("**/core/manifest.json", manifest)
     return served
 
@@ -166,7 +209,27 @@ def test_a_damaged_build_snapshot_boots_as_without_it(browser: Any, browser_name
             # the worker boots as without it and makes one, which the page stores
             refused = "integrity" if mode in ("flipped", "missing") else ""
             visit = _visit(context, f"{dev_server}/test/smoke.html", wasms, refused)
-            assert visit == {"page": "handed", "worker": "made"}, mode
+            # the worker restores the NumPy snapshot; the page, refused the bare one, starts CPython and stores it
+            assert visit == {"page": "made", "worker": "prebuilt", "numpy": True}, mode
+            assert served, mode
+        finally:
+            context.unroute_all(behavior="ignoreErrors")
+            context.close()
+
+
+def test_a_damaged_numpy_snapshot_boots_from_the_bare_one(browser: Any, browser_name: str, dev_server: str) -> None:
+    wasms = {"handed"} if browser_name == "chromium" else {"compiled"}
+    asset, gz = _asset("pyodide-snapshot-numpy")
+    # 'relink': a record whose table does not match this Pyodide's is refused before anything runs (relink.js)
+    for mode in ("flipped", "truncated", "build-id", "missing", "relink"):
+        context = browser.new_context()
+        served = _serve_damaged(context, mode, asset, gz, "numpySnapshot")
+        try:
+            refused = "integrity" if mode in ("flipped", "missing") else ""
+            visit = _visit(context, f"{dev_server}/test/smoke.html", wasms, refused)
+            # the worker restores the bare one; the page's Pyodide, started as the worker's module was compiled
+            # (it was to restore the NumPy snapshot), the bare one itself
+            assert visit == {"page": "prebuilt", "worker": "prebuilt", "numpy": False}, mode
             assert served, mode
         finally:
             context.unroute_all(behavior="ignoreErrors")

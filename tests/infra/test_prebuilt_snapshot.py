@@ -52,3 +52,67 @@ def test_two_restores_of_the_build_snapshot_differ_in_random_and_hold_no_trace_o
     assert first["state"][0] != second["state"][0]  # random seeded again after each restore
     # the browser's program name and a fixed LANG, not this Node process's script path or locale
     assert first["state"][1:] == ["./this.program", "C.UTF-8", "/home/pyodide", [""], "/home/pyodide/this.program"]
+
+
+# argv: snapshot.js, the Pyodide folder, the .gz, its .json, the NumPy wheel; restores the NumPy snapshot through
+# startPyodide's `numpy` option (its cached copy given), twice as built and once with a relink record off by one
+NUMPY_RUNNER = r"""
+import fs from 'fs';
+import zlib from 'zlib';
+const [snapshotJs, dir, gz, metaFile, wheel] = process.argv.slice(1);
+const {startPyodide} = await import(snapshotJs);
+const {loadPyodide, version} = await import(dir + '/pyodide.mjs');
+const meta = JSON.parse(fs.readFileSync(metaFile, 'utf8'));
+const bytes = new Uint8Array(zlib.gunzipSync(fs.readFileSync(gz)));
+const out = [];
+for (const offBy of [0, 0, 1]) {
+  const asset = {...meta, relink: {...meta.relink, tableBefore: meta.relink.tableBefore + offBy}};
+  const {py, snapshot, numpy} = await startPyodide(loadPyodide, version, {indexURL: dir + '/', stderr: () => {}},
+    {use: true, numpy: {asset, lockSha256: Promise.resolve(meta.numpySha256), cached: Promise.resolve(bytes.slice())}});
+  // NumPy's files, as the worker writes them after the restore (lazy imports read them)
+  py.FS.writeFile('/tmp/numpy.whl', fs.readFileSync(wheel));
+  out.push({snapshot, numpy: !!numpy, state: JSON.parse(py.runPython(`
+import json, sys, zipfile, sysconfig, importlib
+imported = 'numpy' in sys.modules
+with zipfile.ZipFile('/tmp/numpy.whl') as z:
+    z.extractall(sysconfig.get_paths()['purelib'])
+importlib.invalidate_caches()
+import numpy as np, numpy.random, numpy.fft
+a = np.linspace(-2.0, 3.0, 12).reshape(3, 4)
+json.dumps([imported, (a @ a.T).tolist(), np.linalg.inv(a @ a.T + np.eye(3)).tolist(),
+            np.fft.fft(np.arange(4.0)).real.tolist(), float(np.random.default_rng().random())])`))});
+}
+console.log(JSON.stringify(out));
+"""
+
+
+def test_the_numpy_snapshot_restores_numpy_imported_and_refuses_a_record_that_does_not_match() -> None:
+    """The worker's NumPy snapshot (polyfill/src/relink.js): NumPy comes imported, computes what CPython's NumPy
+    computes, imports its other modules (random, fft) after the restore; a relink record whose function table does
+    not match is refused before anything runs and the boot goes on without it."""
+    np = pytest.importorskip("numpy")
+    settings = Settings.from_env()
+    asset = settings.snapshot_asset("pyodide-snapshot-numpy")
+    if asset is None:
+        pytest.skip("no NumPy snapshot in polyfill/dist: make snapshot")
+    gz = settings.polyfill_dist / asset["url"].rsplit("/", 1)[1]
+    lock = json.loads((settings.pyodide_dir / "pyodide-lock.json").read_text())
+    wheel = settings.pyodide_dir / lock["packages"]["numpy"]["file_name"]
+    assert NODE is not None
+    run = subprocess.run([NODE, "--input-type=module", "-e", NUMPY_RUNNER, str(ROOT / "polyfill/src/snapshot.js"),
+                          str(settings.pyodide_dir), str(gz), str(gz.with_name("pyodide-snapshot-numpy.json")),
+                          str(wheel)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    first, second, refused = json.loads(run.stdout.strip().splitlines()[-1])
+    a = np.linspace(-2.0, 3.0, 12).reshape(3, 4)
+    for got in (first, second):
+        assert got["snapshot"] == "loaded" and got["numpy"] is True
+        imported, product, inverse, fft, _ = got["state"]
+        assert imported is True
+        np.testing.assert_allclose(product, a @ a.T, rtol=1e-12)
+        np.testing.assert_allclose(inverse, np.linalg.inv(a @ a.T + np.eye(3)), rtol=1e-9)
+        np.testing.assert_allclose(fft, np.fft.fft(np.arange(4.0)).real, atol=1e-12)
+    assert first["state"][4] != second["state"][4]  # NumPy's generator seeded from the OS at each restore
+    assert "the function table has" in run.stderr
+    assert refused["snapshot"] == "none" and refused["numpy"] is False and refused["state"][0] is False
+    np.testing.assert_allclose(refused["state"][1], a @ a.T, rtol=1e-12)

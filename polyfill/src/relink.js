@@ -1,0 +1,122 @@
+// Restoring a Pyodide memory snapshot taken after extension modules were imported (NumPy's `.so`), which Pyodide
+// 0.27 cannot do itself: its snapshot is the WebAssembly heap, and an extension module is also a WebAssembly
+// instance of its own, with its functions in the shared function table, that a restore does not bring back.
+//
+// Each module `import` linked went through Emscripten's dlopen, whose handle (a `struct dso` in the heap) records
+// where the module's data went (mem_allocated, mem_addr) and where its functions went in the table (table_addr),
+// and keeps the file's bytes (file_data).  Emscripten's loader (`loadWebAssemblyModule`) reuses those addresses
+// for a handle whose memory is already allocated (its path for a second thread).  So right after Pyodide copies
+// the heap back (`API.restoreSnapshot`), and before anything runs in the interpreter, each handle is loaded
+// again, in the order the imports loaded them (`Module.dlopenInternal`): the instances come back at the same
+// addresses and table slots, and the table grows exactly as it did (the functions the modules' GOT entries named
+// get the same slots).  Instantiating writes the modules' initial data and runs their constructors over the
+// restored state, so the whole heap is copied back once more.  The table's length before and after is checked
+// against the one recorded when the snapshot was taken: any difference (another Pyodide build, a function added
+// to the table in between) throws before anything runs, and the caller boots another way.
+//
+// record() runs where the snapshot is taken (scripts/make_snapshot.mjs, under Node); hook() and relinkFor() where
+// it is restored (snapshot.js).  hook() also mends, after every restore, a pointer a snapshot made under Node
+// lacks (restoreCountArgs).
+
+const relinks = new WeakMap();  // snapshot bytes given to loadPyodide -> their record
+let hooked = false;
+
+/** What a restore needs ({handles, tableBefore, tableAfter}) of `py`, whose table had `tableBefore` entries
+ * before its imports linked extension modules; throws when a module was not loaded by dlopen (no handle). */
+export function record(py, tableBefore) {
+  const M = py._module;
+  const handleOf = new Map(Object.entries(M.LDSO.loadedLibsByHandle).map(([h, dso]) => [dso, Number(h)]));
+  const handles = [];
+  // loadedLibsByName keeps insertion order: the order the modules were loaded in
+  for (const [name, dso] of Object.entries(M.LDSO.loadedLibsByName)) {
+    if (name === '__main__') continue;
+    const handle = handleOf.get(dso);
+    if (!handle || !M.HEAP8[handle + 8]) throw new Error(`${name} was not loaded by dlopen: it cannot be relinked`);
+    handles.push(handle);
+  }
+  return {handles, tableBefore, tableAfter: M.wasmTable.length};
+}
+
+/** The function-table length of `py` now (record()'s tableBefore, read before the imports). */
+export function tableLength(py) {
+  return py._module.wasmTable.length;
+}
+
+/**
+ * Wraps pyodide.asm.js's module factory (global once its script ran) so that the restore of `bytes` handed to
+ * relinkFor() relinks; false when the factory is not there (its script not imported yet).
+ */
+export function hook() {
+  if (hooked) return true;
+  const create = globalThis._createPyodideModule;
+  if (typeof create !== 'function') return false;
+  globalThis._createPyodideModule = async function createPyodideModule(config, ...rest) {
+    const M = await create.call(this, config, ...rest);
+    const api = config && config.API;
+    if (api && typeof api.restoreSnapshot === 'function') {
+      const restore = api.restoreSnapshot;
+      api.restoreSnapshot = function restoreSnapshot(bytes) {
+        const out = restore.call(this, bytes);
+        const rec = relinks.get(bytes);
+        if (rec) relink(M, bytes, rec);
+        restoreCountArgs(M);
+        return out;
+      };
+    }
+    return M;
+  };
+  hooked = true;
+  return true;
+}
+
+/** `bytes` (a snapshot given to loadPyodide's _loadSnapshot, after hook()) relinks with `rec` when restored. */
+export function relinkFor(bytes, rec) {
+  relinks.set(bytes, rec);
+  return bytes;
+}
+
+// CPython calls C functions through a trampoline that asks a small WebAssembly function how many arguments they
+// take (`_PyRuntime.emscripten_count_args_function`); Pyodide's preRun makes it where WebAssembly GC's type
+// reflection exists (Chromium, Firefox) and writes its table slot into the heap, which the restore then
+// overwrites with the snapshot's: 0 for one made under Node (which has none), and every such call then goes
+// through JavaScript instead.  Written back here, as a fresh start has it.
+function restoreCountArgs(M) {
+  const ptr = M._PyEM_CountArgsPtr;
+  const runtime = M.__PyRuntime;
+  const offsetAt = M.__PyEM_EMSCRIPTEN_COUNT_ARGS_OFFSET;
+  if (!ptr || typeof runtime !== 'number' || typeof offsetAt !== 'number' || !M.HEAP32) return;
+  M.HEAP32[(runtime + M.HEAP32[offsetAt >> 2]) >> 2] = ptr;
+}
+
+/** Where a browser's Pyodide has the count-args function (see restoreCountArgs) and this one has none (Node 20,
+ * Safari): an empty slot in its place, so that the extension modules linked next take the same table slots
+ * wherever the snapshot is made or restored. */
+export function reserveCountArgsSlot(py) {
+  reserveSlot(py._module);
+}
+
+function reserveSlot(M) {
+  if (!M._PyEM_CountArgsPtr) M.wasmTable.grow(1);
+}
+
+function relink(M, bytes, {handles, tableBefore, tableAfter}) {
+  if (!M.wasmTable || typeof M.dlopenInternal !== 'function' || !M.LDSO) {
+    throw new Error('this Pyodide does not expose its dynamic linker');
+  }
+  reserveSlot(M);
+  if (M.wasmTable.length !== tableBefore) {
+    throw new Error(`the function table has ${M.wasmTable.length} entries, the snapshot's had ${tableBefore}`);
+  }
+  for (const handle of handles) {
+    // 0 on failure (dlopen's error is set); true once loaded
+    if (!M.dlopenInternal(handle, {loadAsync: false})) {
+      throw new Error(`an extension module did not load again (handle ${handle})`);
+    }
+  }
+  if (M.wasmTable.length !== tableAfter) {
+    throw new Error(`the function table grew to ${M.wasmTable.length} entries, not ${tableAfter}`);
+  }
+  // Pyodide's layout: u32 magic, u32 header size, ..., then the heap
+  const header = new Uint32Array(bytes.buffer, bytes.byteOffset, 2);
+  M.HEAP8.set(bytes.subarray(header[1]));  // HEAP8: the current view (constructors may have grown the memory)
+}
