@@ -61,7 +61,9 @@ export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}
   const viaFetch = unpack && fetchable(indexURL);
   // (Fetching the wheels while Pyodide starts was tried: Firefox's snapshot restore in the worker took 0.4-0.6 s
   // longer beside the downloads and digests, more than they cost after it.)
-  const started0 = early && fetchable(indexURL) ? startEarly(indexURL, wasmModule) : {script: null, module: null};
+  // (with the NumPy snapshot, compiled early in every browser: the page's Pyodide starts once the module is known)
+  const started0 = early && fetchable(indexURL) ? startEarly(indexURL, wasmModule, !!snapshot.numpyAsset)
+    : {script: null, module: null};
   const {loadPyodide, version} = await importPyodide(indexURL);
   mark('script');
   // NumPy's sha256 in the lock file loadPyodide then reads (from the HTTP cache)
@@ -82,7 +84,14 @@ export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}
   if (lockFileURL) options.lockFileURL = lockFileURL;
   if (env && Object.keys(env).length) options.env = env;
   if (args) options.args = args;
-  const wasm = shareWasm(indexURL, wasmModule || started0.module, (module) => mark('module', {wasmModule: module}));
+  let moduleKnown = false;
+  const onModule = (module) => {
+    if (moduleKnown || !module) return;
+    moduleKnown = true;
+    mark('module', {wasmModule: module});
+  };
+  if (started0.module) started0.module.then(onModule);
+  const wasm = shareWasm(indexURL, wasmModule || started0.module, onModule);
   let started;
   try {
     await started0.script;  // else loadPyodide imports it a second time
@@ -116,16 +125,17 @@ export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}
 // done.  pyodide.asm.js (1.3 MB of JavaScript) is imported (as loadPyodide would, which then does not), and, in
 // Firefox, pyodide.asm.wasm compiled unless a compiled module was handed over: Firefox compiles it on every visit
 // (226 ms quiet), Chromium's instantiateStreaming takes it from its code cache, and compiling it early there
-// measured no gain (4 interleaved rounds) while its cache reads ran beside the snapshot's.  {script: resolves when
+// measured no gain (4 interleaved rounds) while its cache reads ran beside the snapshot's; except (`compile`) for
+// a worker restoring the NumPy snapshot, whose compiled module starts the page's Pyodide (engine.js).  {script: resolves when
 // imported or not, module: resolves to the module or null (shareWasm then lets Pyodide's own instantiation
 // run)}.  Not in a service worker (no import() after its script ran: load-pyodide.js).
-function startEarly(indexURL, given) {
+function startEarly(indexURL, given, compile = false) {
   const wa = globalThis.WebAssembly;
   const script = inServiceWorker() || typeof globalThis._createPyodideModule === 'function' ? Promise.resolve()
     : import(/* webpackIgnore: true */ indexURL + 'pyodide.asm.js').catch(() => {});
   const url = new URL('pyodide.asm.wasm', indexURL).href;
   const firefox = typeof navigator !== 'undefined' && /\bFirefox\//.test(navigator.userAgent || '');
-  const module = !firefox || given || modules.has(url) || !wa || typeof wa.compileStreaming !== 'function' ? null
+  const module = !(firefox || compile) || given || modules.has(url) || !wa || typeof wa.compileStreaming !== 'function' ? null
     : wa.compileStreaming(fetch(url)).catch(() => null);
   return {script, module};
 }

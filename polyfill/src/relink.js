@@ -20,6 +20,12 @@
 
 const relinks = new WeakMap();  // snapshot bytes given to loadPyodide -> their record
 let hooked = false;
+let lastMs = null;
+
+/** How long the last relink took (ms: the modules loaded again and the heap copied back), or null. */
+export function relinkMs() {
+  return lastMs;
+}
 
 /** What a restore needs ({handles, tableBefore, tableAfter}) of `py`, whose table had `tableBefore` entries
  * before its imports linked extension modules; throws when a module was not loaded by dlopen (no handle). */
@@ -58,7 +64,11 @@ export function hook() {
       api.restoreSnapshot = function restoreSnapshot(bytes) {
         const out = restore.call(this, bytes);
         const rec = relinks.get(bytes);
-        if (rec) relink(M, bytes, rec);
+        if (rec) {
+          const t0 = performance.now();
+          relink(M, bytes, rec);
+          lastMs = Math.round(performance.now() - t0);
+        }
         restoreCountArgs(M);
         return out;
       };

@@ -197,6 +197,7 @@ export async function startPyodide(loadPyodide, version, options,
 // cache; the caller then boots from the bare snapshot).
 async function startWithNumpy(loadPyodide, options, {asset, lockSha256, cached: prefetched}, mark) {
   const [lock, cachedBytes] = await Promise.all([lockSha256, prefetched]);
+  if (cachedBytes) mark('snapshotRead');
   if (!asset || !asset.relink || lock !== asset.numpySha256 || !await hooked(options.indexURL)) return null;
   const key = await openCache() ? numpyKey(options.indexURL, asset) : null;  // none without Cache Storage
   const from = cachedBytes ? 'loaded' : 'prebuilt';

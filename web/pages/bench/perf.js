@@ -35,7 +35,7 @@ async function index() {
 }
 
 async function context() {
-  if (!state.ctx) state.ctx = await navigator.ml.createContext();
+  if (!state.ctx) state.ctx = await (window.__firstContext || navigator.ml.createContext());
   return state.ctx;
 }
 
