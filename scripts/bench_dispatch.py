@@ -119,16 +119,34 @@ async ({reps, size, ops}) => {
   await ctx.readTensor(y);
   const pipelined = (performance.now() - t) / reps;
   ctx.destroy();
-  return {ms, pipelined};
+  // the floor under any worker round trip on this machine at this moment: an echo worker in the same page (its
+  // thread's wake-up, the page's and two postMessages; on the 2-core test VM 25-30 us in some stretches and
+  // 50-100 us in others, whatever the polyfill does: docs/performance.md)
+  const echo = new Worker(URL.createObjectURL(new Blob(['onmessage = () => postMessage(0);'],
+    {type: 'text/javascript'})));
+  let answered;
+  echo.onmessage = () => answered();
+  const ping = () => new Promise((resolve) => { answered = resolve; echo.postMessage(0); });
+  for (let i = 0; i < 20; i++) await ping();
+  const echoMs = [];
+  for (let i = 0; i < reps; i++) {
+    const t = performance.now();
+    await ping();
+    echoMs.push(performance.now() - t);
+  }
+  echo.terminate();
+  return {ms, pipelined, echoMs};
 }
 """
 
 
 def dispatch_overhead(page: Any, reps: int = 200, size: int = 4, ops: int = 1) -> dict[str, Any]:
     """Round trip of writeTensor + dispatch + readTensor on a 1-operator graph (relu of `size` floats), or with
-    ops=2 relu(x * x) (a graph the compiled plan runs as one C call), ms."""
+    ops=2 relu(x * x) (a graph the compiled plan runs as one C call), ms.  echoRoundTrip: right after, a bare
+    echo worker's round trip in the same page, the part of it no polyfill code takes."""
     r = page.evaluate(DISPATCH_JS, {"reps": reps, "size": size, "ops": ops})
-    return {"roundTrip": _summary(r["ms"]), "pipelinedPerDispatch": round(r["pipelined"], 3)}
+    return {"roundTrip": _summary(r["ms"]), "pipelinedPerDispatch": round(r["pipelined"], 3),
+            "echoRoundTrip": _summary(r["echoMs"])}
 
 
 def dispatch_two_ops(page: Any, reps: int = 200) -> dict[str, Any]:
@@ -303,6 +321,11 @@ def _ms(stat: dict[str, Any], digits: int = 2) -> str:
     return f"{stat['median']:.{digits}f} ms (min {stat['min']:.{digits}f})"
 
 
+def _echo(case: dict[str, Any]) -> str:
+    """', a bare echo worker <median> ms (min <min>)' when the case measured one."""
+    return f"; a bare echo worker in that page {_ms(case['echoRoundTrip'], 3)}" if "echoRoundTrip" in case else ""
+
+
 def summary(results: dict[str, Any]) -> list[str]:
     """Report lines for `run_small_ops`' results of one browser."""
     lines = []
@@ -314,10 +337,12 @@ def summary(results: dict[str, Any]) -> list[str]:
             lines.append(f"small ops: encoder_bert, of which writeTensor..readTensor {_ms(enc['polyfill'])}; "
                          f"per run {enc.get('callsPerRun')}, WebNN partitions {enc.get('partitions')}")
     if "roundTrip" in disp:
-        lines.append(f"small ops: 1-op write+dispatch+read {_ms(disp['roundTrip'], 3)}; target < 0.15")
+        lines.append(f"small ops: 1-op write+dispatch+read {_ms(disp['roundTrip'], 3)}; target < 0.15"
+                     + _echo(disp))
     two_ops = results.get("dispatch_2op", {})
     if "roundTrip" in two_ops:
-        lines.append(f"small ops: 2-op (one C call) write+dispatch+read {_ms(two_ops['roundTrip'], 3)}")
+        lines.append(f"small ops: 2-op (one C call) write+dispatch+read {_ms(two_ops['roundTrip'], 3)}"
+                     + _echo(two_ops))
     for size, runs in results.get("data_path", {}).items():
         if "plain" in runs:
             lines.append(f"small ops: writeTensor + readTensor of {size} {_ms(runs['plain'])}, "

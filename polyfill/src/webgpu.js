@@ -98,6 +98,10 @@ function gated(worker) {
       if (!holds) { worker.post(type, payload, transfer); return; }
       held.push(() => { worker.post(type, payload, transfer); return Promise.resolve(); });
     },
+    call: (type, payload, transfer, resolve, reject) => {
+      if (!holds) { worker.call(type, payload, transfer, resolve, reject); return; }
+      held.push(() => { worker.call(type, payload, transfer, resolve, reject); return Promise.resolve(); });
+    },
     /** Hold this context's messages until `task` (which talks to the raw worker) settles. */
     hold: (task) => {
       holds++;

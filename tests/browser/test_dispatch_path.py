@@ -2,8 +2,9 @@
 contexts spread over a pool of workers (pool.js), large writes and reads copied through staging buffers the
 worker hands back (rpc.js) and the worker's direct mode (engine.js: writes and reads by heap address with no
 Python call, dispatches through bindings checked once), against the same path with all four switched off
-(WEBNN_POLYFILL_CONFIG = {workers: 1, batch: false, staging: false, direct: false}): the same values, in the same
-timeline order, with the same errors, either way."""
+(WEBNN_POLYFILL_CONFIG = {workers: 1, batch: false, staging: false, direct: false}; and the page's cache of a
+graph's last validated bindings, bindingCache: false): the same values, in the same timeline order, with the
+same errors, either way."""
 
 from __future__ import annotations
 
@@ -111,7 +112,8 @@ def dispatch_page(request: pytest.FixtureRequest, browser: Any, dev_server: str)
     context = browser.new_context()
     if request.param == "one-worker-unbatched-unstaged":
         context.add_init_script(
-            "window.WEBNN_POLYFILL_CONFIG = {workers: 1, batch: false, staging: false, direct: false};")
+            "window.WEBNN_POLYFILL_CONFIG = {workers: 1, batch: false, staging: false, direct: false, "
+            "bindingCache: false};")
     page, errors = open_page(context, f"{dev_server}/test/smoke.html", BOOT_TIMEOUT_MS)
     page.evaluate(POLYFILL_BOOT)
     page.evaluate("() => window.__ctx.destroy()")
@@ -283,3 +285,52 @@ def test_a_low_power_context_never_starts_a_worker(dispatch_page: Any) -> None:
     }""")
     # the pool may already hold the second worker from the test above; low-power contexts add none
     assert r["during"] == r["before"], r
+
+
+# dispatch() keeps the last bindings it validated for a graph and skips their checks when the same ones come
+# again (context.js): each change after a dispatch that passed must still be refused, and the next good one run.
+SAME_BINDINGS_JS = r"""
+async () => {
+  const P = webnnPolyfill;
+  const ctx = await P.ml.createContext();
+  const desc = {dataType: 'float32', shape: [4]};
+  const b = new P.MLGraphBuilder(ctx);
+  const graph = await b.build({y: b.neg(b.input('x', desc))});
+  const make = (d, flags) => ctx.createTensor({...d, ...flags});
+  const x = await make(desc, {writable: true, readable: true});
+  const y = await make(desc, {readable: true});
+  const y2 = await make(desc, {readable: true});
+  const wide = await make({dataType: 'float32', shape: [5]}, {readable: true});
+  const ints = await make({dataType: 'int32', shape: [4]}, {writable: true});
+  const gone = await make(desc, {writable: true});
+  const refused = (f) => { try { f(); return null; } catch (e) { return `${e.name}: ${e.message}`; } };
+  const out = {};
+  ctx.writeTensor(x, new Float32Array([1, -2, 3, -4]));
+  out.first = refused(() => ctx.dispatch(graph, {x}, {y}));
+  out.again = refused(() => ctx.dispatch(graph, {x}, {y}));
+  out.shape = refused(() => ctx.dispatch(graph, {x}, {y: wide}));
+  out.type = refused(() => ctx.dispatch(graph, {x: ints}, {y}));
+  out.name = refused(() => ctx.dispatch(graph, {z: x}, {y}));
+  out.overlap = refused(() => ctx.dispatch(graph, {x}, {y: x}));
+  out.extra = refused(() => ctx.dispatch(graph, {x}, {y, y2}));
+  ctx.writeTensor(gone, new Float32Array(4));
+  out.goneOk = refused(() => ctx.dispatch(graph, {x: gone}, {y: y2}));
+  gone.destroy();
+  out.gone = refused(() => ctx.dispatch(graph, {x: gone}, {y: y2}));
+  out.back = refused(() => ctx.dispatch(graph, {x}, {y: y2}));
+  out.y2 = Array.from(new Float32Array(await ctx.readTensor(y2)));
+  ctx.destroy();
+  return out;
+}
+"""
+
+
+def test_the_same_bindings_again_skip_checks_but_changes_are_refused(dispatch_page: Any) -> None:
+    r = dispatch_page.evaluate(SAME_BINDINGS_JS)
+    for ok in ("first", "again", "goneOk", "back"):
+        assert r[ok] is None, (ok, r)
+    for bad in ("shape", "type", "name", "overlap", "extra", "gone"):
+        assert r[bad] and r[bad].startswith("TypeError"), (bad, r)
+    assert "float32[5]" in r["shape"] and "int32" in r["type"] and "also bound as an input" in r["overlap"]
+    assert "destroyed" in r["gone"]
+    assert r["y2"] == [-1, 2, -3, 4]
