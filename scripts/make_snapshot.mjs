@@ -113,7 +113,13 @@ async function makeNumpy(dir, loadPyodide, version, options) {
 
 async function selfTest(loadPyodide, options, bytes, relink, wheel) {
   if (!hook()) throw new Error("pyodide.asm.js's module factory is not global");
-  const copy = relinkFor(new Uint8Array(bytes), relink);
+  // each module compiled at the relink, then each compiled ahead (what a browser's restore mostly does)
+  for (const precompile of [false, true]) await selfTestOnce(loadPyodide, options, bytes, relink, wheel, precompile);
+}
+
+async function selfTestOnce(loadPyodide, options, bytes, relink, wheel, precompile) {
+  const copy = relinkFor(new Uint8Array(bytes), relink, {precompile});
+  if (precompile) await new Promise((resolve) => setTimeout(resolve, 500));  // the compiles done
   const py = await loadPyodide({...options, _loadSnapshot: copy});
   installNumpy(py, wheel);
   const got = py.runPython(`import sys, numpy as np, importlib
@@ -122,7 +128,7 @@ a = np.arange(12.0).reshape(3, 4)
 import numpy.random
 str(((a @ a.T).tolist(), round(float(np.linalg.det(np.eye(3) * 2)), 9), 'numpy.random' in sys.modules))`);
   const want = '([[14.0, 38.0, 62.0], [38.0, 126.0, 214.0], [62.0, 214.0, 366.0]], 8.0, True)';
-  if (got !== want) throw new Error(`the NumPy snapshot restores wrong: ${got}`);
+  if (got !== want) throw new Error(`the NumPy snapshot restores wrong (precompile ${precompile}): ${got}`);
 }
 
 async function main() {

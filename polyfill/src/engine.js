@@ -5,7 +5,7 @@
 // same messages, transfers and order either way.
 
 import {bootPyodide} from './boot.js';
-import {relinkMs} from './relink.js';
+import {lastRelink} from './relink.js';
 import {byteLengthOf} from './buffers.js';
 import {installWheel} from './wheels.js';
 import {stdlibUsed} from './stdlibpyc.js';
@@ -110,7 +110,11 @@ export function createEngine({post, close, switches}) {
         progress('worker-runtime', 'Pyodide started in the worker');
       }});
     pyodide = booted.py;
-    if (booted.numpySnapshot) stages.relinkMs = relinkMs();  // a duration, not a time since the start
+    if (booted.numpySnapshot) {
+      // durations and counts, not times since the start
+      stages.relinkMs = (lastRelink() || {}).ms;
+      stages.relinkPrecompiled = (lastRelink() || {}).precompiled;
+    }
     progress('worker-numpy', `NumPy installed (${booted.numpy})`);
     pyodide.runPython('import numpy');  // timed apart from the core's own imports
     stages.numpyImport = Math.round(performance.now() - t0);

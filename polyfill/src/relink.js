@@ -20,11 +20,12 @@
 
 const relinks = new WeakMap();  // snapshot bytes given to loadPyodide -> their record
 let hooked = false;
-let lastMs = null;
+let last = null;
 
-/** How long the last relink took (ms: the modules loaded again and the heap copied back), or null. */
-export function relinkMs() {
-  return lastMs;
+/** The last relink: {ms: how long it took (the modules loaded again, the heap copied back), precompiled: how many
+ * modules came compiled ahead}, or null. */
+export function lastRelink() {
+  return last;
 }
 
 /** What a restore needs ({handles, tableBefore, tableAfter}) of `py`, whose table had `tableBefore` entries
@@ -66,8 +67,9 @@ export function hook() {
         const rec = relinks.get(bytes);
         if (rec) {
           const t0 = performance.now();
+          const precompiled = rec.compiled.filter(Boolean).length;
           relink(M, bytes, rec);
-          lastMs = Math.round(performance.now() - t0);
+          last = {ms: Math.round(performance.now() - t0), precompiled};
         }
         restoreCountArgs(M);
         return out;
@@ -79,9 +81,29 @@ export function hook() {
   return true;
 }
 
-/** `bytes` (a snapshot given to loadPyodide's _loadSnapshot, after hook()) relinks with `rec` when restored. */
-export function relinkFor(bytes, rec) {
-  relinks.set(bytes, rec);
+/** `bytes` (a snapshot given to loadPyodide's _loadSnapshot, after hook()) relinks with `rec` when restored.
+ * The modules are compiled from the snapshot's copy of their files at once, in the background (WebAssembly.compile):
+ * a relink uses each one that is ready by then and compiles the others itself, synchronously (SpiderMonkey
+ * compiles all of a module up front: 200-470 ms for NumPy's three in Firefox's worker); `precompile: false`: all
+ * at the relink (make_snapshot.mjs's self-test runs both ways). */
+export function relinkFor(bytes, rec, {precompile = true} = {}) {
+  const compiled = rec.handles.map(() => null);
+  try {
+    if (!precompile) throw new Error('compiled at the relink');
+    const header = new Uint32Array(bytes.buffer, bytes.byteOffset, 2);
+    const heap = bytes.subarray(header[1]);
+    const words = new Uint32Array(heap.buffer, heap.byteOffset, heap.length >> 2);
+    rec.handles.forEach((handle, i) => {
+      // struct dso: file_data at +28, file_data_size at +32 (the bytes dlopen read the module from)
+      const data = words[(handle + 28) >> 2];
+      const size = words[(handle + 32) >> 2];
+      if (!data || !size || data + size > heap.length) return;
+      WebAssembly.compile(heap.subarray(data, data + size)).then((m) => { compiled[i] = m; }, () => {});
+    });
+  } catch (e) {
+    // compiled synchronously at the relink instead
+  }
+  relinks.set(bytes, {...rec, compiled});
   return bytes;
 }
 
@@ -109,20 +131,40 @@ function reserveSlot(M) {
   if (!M._PyEM_CountArgsPtr) M.wasmTable.grow(1);
 }
 
-function relink(M, bytes, {handles, tableBefore, tableAfter}) {
-  if (!M.wasmTable || typeof M.dlopenInternal !== 'function' || !M.LDSO) {
+// What dlopenInternal(handle) does (pyodide.asm.js: the file name and flags from the handle, then
+// loadDynamicLibrary), with the module already compiled instead of its bytes read from the handle.
+function loadCompiled(M, handle, module) {
+  const name = M.PATH.normalize(M.UTF8ToString(handle + 36));
+  const flags = M.HEAP32[(handle + 4) >> 2];
+  const global = Boolean(flags & 256);  // RTLD_GLOBAL
+  const nodelete = Boolean(flags & 4096);  // RTLD_NODELETE
+  const localScope = global ? null : {};
+  if (M.LDSO.loadedLibsByName[name]) throw new Error(`${name} is loaded already`);
+  const dso = M.newDSO(name, handle, 'loading');
+  dso.refcount = nodelete ? Infinity : 1;
+  dso.global = global;
+  const exports = M.loadWebAssemblyModule(module, {global, nodelete, loadAsync: false}, name, localScope, handle);
+  if (global) M.mergeLibSymbols(exports, name);
+  else Object.assign(localScope, exports);
+  dso.exports = exports;
+}
+
+function relink(M, bytes, {handles, tableBefore, tableAfter, compiled}) {
+  if (!M.wasmTable || typeof M.dlopenInternal !== 'function' || !M.LDSO || !M.PATH || !M.newDSO
+    || !M.loadWebAssemblyModule || !M.mergeLibSymbols || !M.UTF8ToString) {
     throw new Error('this Pyodide does not expose its dynamic linker');
   }
   reserveSlot(M);
   if (M.wasmTable.length !== tableBefore) {
     throw new Error(`the function table has ${M.wasmTable.length} entries, the snapshot's had ${tableBefore}`);
   }
-  for (const handle of handles) {
-    // 0 on failure (dlopen's error is set); true once loaded
-    if (!M.dlopenInternal(handle, {loadAsync: false})) {
+  handles.forEach((handle, i) => {
+    if (compiled && compiled[i]) {
+      loadCompiled(M, handle, compiled[i]);
+    } else if (!M.dlopenInternal(handle, {loadAsync: false})) {  // 0 on failure (dlopen's error is set)
       throw new Error(`an extension module did not load again (handle ${handle})`);
     }
-  }
+  });
   if (M.wasmTable.length !== tableAfter) {
     throw new Error(`the function table grew to ${M.wasmTable.length} entries, not ${tableAfter}`);
   }
