@@ -18,7 +18,7 @@ import path from 'path';
 import zlib from 'zlib';
 
 import {assetDir, PYODIDE_VERSION, root} from './pyodide_node.mjs';
-import {hook, record, relinkFor, reserveCountArgsSlot, tableLength} from '../polyfill/src/relink.js';
+import {hook, lastRelink, record, relinkFor, reserveCountArgsSlot, tableLength} from '../polyfill/src/relink.js';
 
 const NAME = 'pyodide-snapshot';
 // what the snapshot is made from: another pyodide.asm.js/.wasm (its build id) or standard library is another one
@@ -118,9 +118,9 @@ async function selfTest(loadPyodide, options, bytes, relink, wheel) {
 }
 
 async function selfTestOnce(loadPyodide, options, bytes, relink, wheel, precompile) {
-  const copy = relinkFor(new Uint8Array(bytes), relink, {precompile});
-  if (precompile) await new Promise((resolve) => setTimeout(resolve, 500));  // the compiles done
-  const py = await loadPyodide({...options, _loadSnapshot: copy});
+  const py = await loadPyodide({...options, _loadSnapshot: relinkFor(new Uint8Array(bytes), relink, {precompile})});
+  const {precompiled} = lastRelink();
+  if (precompiled !== (precompile ? relink.handles.length : 0)) throw new Error(`${precompiled} modules precompiled`);
   installNumpy(py, wheel);
   const got = py.runPython(`import sys, numpy as np, importlib
 importlib.invalidate_caches()

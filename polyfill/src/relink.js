@@ -81,13 +81,14 @@ export function hook() {
   return true;
 }
 
-/** `bytes` (a snapshot given to loadPyodide's _loadSnapshot, after hook()) relinks with `rec` when restored.
- * The modules are compiled from the snapshot's copy of their files at once, in the background (WebAssembly.compile):
- * a relink uses each one that is ready by then and compiles the others itself, synchronously (SpiderMonkey
- * compiles all of a module up front: 200-470 ms for NumPy's three in Firefox's worker); `precompile: false`: all
- * at the relink (make_snapshot.mjs's self-test runs both ways). */
-export function relinkFor(bytes, rec, {precompile = true} = {}) {
+/** `bytes` (a snapshot given to loadPyodide's _loadSnapshot, after hook()) relinks with `rec` when restored;
+ * resolves to `bytes` once the modules are compiled from the snapshot's copy of their files (WebAssembly.compile,
+ * off this thread, while the main module compiles: SpiderMonkey compiles all of a module up front, 180-470 ms of
+ * Firefox's worker for NumPy's three when the relink did it).  One that did not compile is compiled by the relink
+ * itself, synchronously; `precompile: false`: all of them (make_snapshot.mjs's self-test runs both ways). */
+export async function relinkFor(bytes, rec, {precompile = true} = {}) {
   const compiled = rec.handles.map(() => null);
+  const compiling = [];
   try {
     if (!precompile) throw new Error('compiled at the relink');
     const header = new Uint32Array(bytes.buffer, bytes.byteOffset, 2);
@@ -98,12 +99,13 @@ export function relinkFor(bytes, rec, {precompile = true} = {}) {
       const data = words[(handle + 28) >> 2];
       const size = words[(handle + 32) >> 2];
       if (!data || !size || data + size > heap.length) return;
-      WebAssembly.compile(heap.subarray(data, data + size)).then((m) => { compiled[i] = m; }, () => {});
+      compiling.push(WebAssembly.compile(heap.subarray(data, data + size)).then((m) => { compiled[i] = m; }, () => {}));
     });
   } catch (e) {
     // compiled synchronously at the relink instead
   }
   relinks.set(bytes, {...rec, compiled});
+  await Promise.all(compiling);
   return bytes;
 }
 
