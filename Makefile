@@ -33,7 +33,7 @@ help:
 	@echo "make test   set everything up, build the polyfill, run pytest (PYTEST_ARGS=...)"
 	@echo "make setup  venv + npm toolchain + Pyodide assets + browsers + the native-WebNN Chromium (idempotent)"
 	@echo "make build  compile the C kernels (clang, gcc), bundle polyfill/src with esbuild into polyfill/dist"
-	@echo "make snapshot  the Pyodide memory snapshot a first visit restores (Node; part of run, test, dist)"
+	@echo "make snapshot  the Pyodide memory snapshots a first visit restores (Node; part of run, test, dist)"
 	@echo "make dist   the deployable package in dist/ (static folder + npm package root; cd dist && npm pack)"
 	@echo "make lint   ruff check + mypy"
 	@echo "make fuzz   the deep run of the kernel fuzzer (FUZZ_EXAMPLES=2000 per operator family)"
@@ -107,8 +107,8 @@ polyfill/src/generated/ops.json polyfill/src/generated/types.json &: $(GEN_SCRIP
 	$(PY) $(GEN_SCRIPT)
 	@touch polyfill/src/generated/ops.json polyfill/src/generated/types.json
 
-# The bare interpreter's memory snapshot, made under Node and served gzipped beside the bundle (a first visit
-# restores it instead of starting CPython).  A no-op when it is current; it never fails the build: without it the
+# The Pyodide memory snapshots, made under Node and served gzipped beside the bundle (a first visit restores them
+# instead of starting CPython): the bare interpreter's, and the worker's with NumPy imported.  A no-op when it is current; it never fails the build: without it the
 # polyfill starts CPython, as before (scripts/make_snapshot.mjs).
 snapshot: node assets
 	node scripts/make_snapshot.mjs --out $(DIST)

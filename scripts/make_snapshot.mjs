@@ -8,8 +8,9 @@
 //   node scripts/make_snapshot.mjs [--out polyfill/dist] [--force]
 //
 // Writes OUT/pyodide-snapshot.bin.gz and OUT/pyodide-snapshot.json ({file, sha256 and size of the .gz,
-// snapshotSize: inflated, pyodide: version, inputs: the sha256 of the Pyodide files it depends on}); does
-// nothing when both are there for the same inputs.  It never fails a build: anything that goes wrong (no
+// snapshotSize: inflated, pyodide: version, inputs: the sha256 of the Pyodide files it depends on}), and the
+// worker's NumPy snapshot as OUT/pyodide-snapshot-numpy.bin.gz and .json (see makeNumpy below); does nothing for
+// either when its files are there for the same inputs.  It never fails a build: anything that goes wrong (no
 // assets, a Pyodide that cannot be snapshotted) is printed, the outputs are removed, and it exits 0: the
 // polyfill then boots as without it.
 import crypto from 'crypto';
