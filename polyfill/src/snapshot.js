@@ -4,10 +4,10 @@
 // which starts first, restores it (or on a first visit makes it) and hands its bytes to the page's Pyodide
 // (runtime.js), which stores a new one: on a first visit CPython starts once, not twice.
 //
-// Pyodide 0.27 has the (underscore, experimental) loadPyodide options `_makeSnapshot` / `_loadSnapshot`. The
-// snapshot holds only the bare interpreter: packages with shared libraries (NumPy) cannot be snapshotted in
-// 0.27, and site-packages lives in the JS file system, outside the heap, so both instances still load their
-// packages after a restore. Pyodide checks the snapshot's magic number and build id itself; a snapshot that
+// Pyodide 0.27 has the (underscore, experimental) loadPyodide options `_makeSnapshot` / `_loadSnapshot`. These
+// snapshots hold only the bare interpreter, and site-packages lives in the JS file system, outside the heap, so
+// both instances still install their packages after a restore.  The worker first tries the build's second
+// snapshot, taken with NumPy imported, whose extension modules relink.js links again (startWithNumpy below). Pyodide checks the snapshot's magic number and build id itself; a snapshot that
 // is missing, truncated, of another build, or fails to start is dropped and the instance boots normally.
 //
 // A first visit finds no snapshot in Cache Storage: it restores the build's own (`prebuilt`, made under Node by
