@@ -101,18 +101,22 @@ async ({reps, size, ops}) => {
   const x = await ctx.createTensor({...desc, writable: true});
   const y = await ctx.createTensor({...desc, readable: true});
   const data = new Float32Array(size).fill(-1);
-  const once = async () => {
+  // each of `reps` awaited round trips timed alone, after 20 unmeasured ones
+  const timed = async (once) => {
+    for (let i = 0; i < 20; i++) await once();
+    const out = [];
+    for (let i = 0; i < reps; i++) {
+      const t = performance.now();
+      await once();
+      out.push(performance.now() - t);
+    }
+    return out;
+  };
+  const ms = await timed(async () => {
     ctx.writeTensor(x, data);
     ctx.dispatch(graph, {x}, {y});
     return ctx.readTensor(y);
-  };
-  for (let i = 0; i < 20; i++) await once();
-  const ms = [];
-  for (let i = 0; i < reps; i++) {
-    const t = performance.now();
-    await once();
-    ms.push(performance.now() - t);
-  }
+  });
   // pipelined: many dispatches queued, one read at the end (the throughput side)
   const t = performance.now();
   for (let i = 0; i < reps; i++) { ctx.writeTensor(x, data); ctx.dispatch(graph, {x}, {y}); }
@@ -126,14 +130,7 @@ async ({reps, size, ops}) => {
     {type: 'text/javascript'})));
   let answered;
   echo.onmessage = () => answered();
-  const ping = () => new Promise((resolve) => { answered = resolve; echo.postMessage(0); });
-  for (let i = 0; i < 20; i++) await ping();
-  const echoMs = [];
-  for (let i = 0; i < reps; i++) {
-    const t = performance.now();
-    await ping();
-    echoMs.push(performance.now() - t);
-  }
+  const echoMs = await timed(() => new Promise((resolve) => { answered = resolve; echo.postMessage(0); }));
   echo.terminate();
   return {ms, pipelined, echoMs};
 }
