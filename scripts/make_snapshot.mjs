@@ -96,7 +96,7 @@ async function makeNumpy(dir, loadPyodide, version, options) {
   const t0 = performance.now();
   const py = await loadPyodide({...options, _makeSnapshot: true});
   installNumpy(py, wheel);
-  reserveCountArgsSlot(py);  // the browser's table layout, where NumPy's modules then go
+  reserveCountArgsSlot(py._module);  // the browser's table layout, where NumPy's modules then go
   const before = tableLength(py);
   py.runPython(NUMPY_IMPORTS);
   const relink = record(py, before);

@@ -111,9 +111,9 @@ export function createEngine({post, close, switches}) {
       }});
     pyodide = booted.py;
     if (booted.numpySnapshot) {
-      // durations and counts, not times since the start
-      stages.relinkMs = (lastRelink() || {}).ms;
-      stages.relinkPrecompiled = (lastRelink() || {}).precompiled;
+      // a duration and a count, not times since the start
+      const {ms, precompiled} = lastRelink() || {};
+      Object.assign(stages, {relinkMs: ms, relinkPrecompiled: precompiled});
     }
     progress('worker-numpy', `NumPy installed (${booted.numpy})`);
     pyodide.runPython('import numpy');  // timed apart from the core's own imports

@@ -91,8 +91,7 @@ export async function relinkFor(bytes, rec, {precompile = true} = {}) {
   const compiling = [];
   try {
     if (!precompile) throw new Error('compiled at the relink');
-    const header = new Uint32Array(bytes.buffer, bytes.byteOffset, 2);
-    const heap = bytes.subarray(header[1]);
+    const heap = heapOf(bytes);
     const words = new Uint32Array(heap.buffer, heap.byteOffset, heap.length >> 2);
     rec.handles.forEach((handle, i) => {
       // struct dso: file_data at +28, file_data_size at +32 (the bytes dlopen read the module from)
@@ -122,15 +121,16 @@ function restoreCountArgs(M) {
   M.HEAP32[(runtime + M.HEAP32[offsetAt >> 2]) >> 2] = ptr;
 }
 
-/** Where a browser's Pyodide has the count-args function (see restoreCountArgs) and this one has none (Node 20,
- * Safari): an empty slot in its place, so that the extension modules linked next take the same table slots
- * wherever the snapshot is made or restored. */
-export function reserveCountArgsSlot(py) {
-  reserveSlot(py._module);
+/** Where a browser's Pyodide (Module `M`) has the count-args function (see restoreCountArgs) and this one has none
+ * (Node 20, Safari): an empty slot in its place, so that the extension modules linked next take the same table
+ * slots wherever the snapshot is made or restored. */
+export function reserveCountArgsSlot(M) {
+  if (!M._PyEM_CountArgsPtr) M.wasmTable.grow(1);
 }
 
-function reserveSlot(M) {
-  if (!M._PyEM_CountArgsPtr) M.wasmTable.grow(1);
+// Pyodide's snapshot layout: u32 magic, u32 header size, ..., then the heap
+function heapOf(bytes) {
+  return bytes.subarray(new Uint32Array(bytes.buffer, bytes.byteOffset, 2)[1]);
 }
 
 // What dlopenInternal(handle) does (pyodide.asm.js: the file name and flags from the handle, then
@@ -156,12 +156,12 @@ function relink(M, bytes, {handles, tableBefore, tableAfter, compiled}) {
     || !M.loadWebAssemblyModule || !M.mergeLibSymbols || !M.UTF8ToString) {
     throw new Error('this Pyodide does not expose its dynamic linker');
   }
-  reserveSlot(M);
+  reserveCountArgsSlot(M);
   if (M.wasmTable.length !== tableBefore) {
     throw new Error(`the function table has ${M.wasmTable.length} entries, the snapshot's had ${tableBefore}`);
   }
   handles.forEach((handle, i) => {
-    if (compiled && compiled[i]) {
+    if (compiled[i]) {
       loadCompiled(M, handle, compiled[i]);
     } else if (!M.dlopenInternal(handle, {loadAsync: false})) {  // 0 on failure (dlopen's error is set)
       throw new Error(`an extension module did not load again (handle ${handle})`);
@@ -170,7 +170,5 @@ function relink(M, bytes, {handles, tableBefore, tableAfter, compiled}) {
   if (M.wasmTable.length !== tableAfter) {
     throw new Error(`the function table grew to ${M.wasmTable.length} entries, not ${tableAfter}`);
   }
-  // Pyodide's layout: u32 magic, u32 header size, ..., then the heap
-  const header = new Uint32Array(bytes.buffer, bytes.byteOffset, 2);
-  M.HEAP8.set(bytes.subarray(header[1]));  // HEAP8: the current view (constructors may have grown the memory)
+  M.HEAP8.set(heapOf(bytes));  // HEAP8: the current view (constructors may have grown the memory)
 }

@@ -129,13 +129,8 @@ export class WorkerClient {
 
   /** Send a request; resolves with the worker's result or rejects with the error it reports. */
   request(type, payload = {}, transfer = []) {
-    if (this.dead) return Promise.reject(new DOMException(this.dead, 'InvalidStateError'));
-    const id = this.nextId++;
-    const message = type === 'init' ? {id, type, ...payload, direct: this.direct} : {id, type, ...payload};
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, {resolve, reject});
-      this.#send(message, transfer);
-    });
+    const body = type === 'init' ? {...payload, direct: this.direct} : payload;
+    return new Promise((resolve, reject) => this.call(type, body, transfer, resolve, reject));
   }
 
   /** `request` without its promise: the worker's result goes to `resolve`, its error to `reject` (a readTensor

@@ -77,12 +77,11 @@ export class Runtime {
         const m = await r.json();
         this.coreWheelURL = new URL(m.wheel, this.config.coreManifestURL).href;
         this.coreWheelSha256 = m.sha256;
-        // the build's Pyodide snapshot (scripts/make_snapshot.mjs), when it was built
-        const snap = m.snapshot;
-        this.snapshotAsset = snap ? {...snap, url: new URL(snap.url, this.config.coreManifestURL).href} : null;
-        // the worker's, taken after `import numpy` (its extension modules relinked: relink.js)
-        const np = m.numpySnapshot;
-        this.numpySnapshotAsset = np ? {...np, url: new URL(np.url, this.config.coreManifestURL).href} : null;
+        // the build's Pyodide snapshots (scripts/make_snapshot.mjs), when they were built: the bare one, and the
+        // worker's taken after `import numpy` (its extension modules relinked: relink.js)
+        const at = (asset) => (asset ? {...asset, url: new URL(asset.url, this.config.coreManifestURL).href} : null);
+        this.snapshotAsset = at(m.snapshot);
+        this.numpySnapshotAsset = at(m.numpySnapshot);
         this.#progress('manifest', 'core manifest loaded');
         return m;
       });
