@@ -106,19 +106,21 @@ def gemm_case(rng: np.random.Generator, shape: tuple[int, int, int], layout: str
 
 def epilogue_case(rng: np.random.Generator, bias_mode: int, act: int, lo: float, hi: float,
                   shape: tuple[int, int, int] = (13, 21, 9), prepacked: bool = False) -> tuple[float, float]:
-    """(error, tolerance) of a product with a bias per row or column and a fused activation; with prepacked,
-    B packed once (native.PackedB, the constant-weight path) and A read transposed."""
+    """(error, tolerance) of a product with a bias per row or column, or none, and a fused activation; with
+    prepacked, B packed once (native.PackedB, the constant-weight path) and A read transposed."""
     m, n, k = shape
     a = (rng.standard_normal((m, k)) * 2).astype(np.float32)
     b = (rng.standard_normal((k, n)) * 2).astype(np.float32)
-    bias = rng.standard_normal(m if bias_mode == native.BIAS_PER_ROW else n).astype(np.float32)
+    size = 0 if bias_mode == native.BIAS_NONE else m if bias_mode == native.BIAS_PER_ROW else n
+    bias = rng.standard_normal(size).astype(np.float32) if size else None
     if prepacked:
         a = np.asfortranarray(a)
         got = native.sgemm_packed(a, native.PackedB(b), bias=bias, bias_mode=bias_mode, act=act, lo=lo, hi=hi)
     else:
         got = native.sgemm(a, b, bias=bias, bias_mode=bias_mode, act=act, lo=lo, hi=hi)
     y = a.astype(np.float64) @ b.astype(np.float64)
-    y += bias[:, None] if bias_mode == native.BIAS_PER_ROW else bias[None, :]
+    if bias is not None:
+        y += bias[:, None] if bias_mode == native.BIAS_PER_ROW else bias[None, :]
     return error(got, act_ref(y, act, lo, hi)), tolerance(k)
 
 
@@ -379,11 +381,11 @@ def cases() -> Iterator[tuple[str, Any]]:
     for shape in GEMM_SHAPES:
         for layout in GEMM_LAYOUTS:
             yield f"sgemm {shape} {layout}", lambda s=shape, lay=layout: gemm_case(rng, s, lay)
-    for mode in (native.BIAS_PER_ROW, native.BIAS_PER_COL):
+    for mode in (native.BIAS_PER_ROW, native.BIAS_PER_COL, native.BIAS_NONE):
         for act, lo, hi in EPILOGUES:
             yield f"epilogue bias{mode} act{act} [{lo}, {hi}]", \
                 lambda m=mode, a=act, lo_=lo, hi_=hi: epilogue_case(rng, m, a, lo_, hi_)
-            for shape in ((7, 40, 300), (5, 270, 3), (1, 33, 20), (40, 49, 30)):
+            for shape in ((7, 40, 300), (5, 270, 3), (1, 33, 20), (40, 49, 30), (9, 48, 600)):
                 for pre in (False, True):
                     yield f"epilogue {shape} prepacked={pre} bias{mode} act{act} [{lo}, {hi}]", \
                         lambda m=mode, a=act, lo_=lo, hi_=hi, s=shape, p=pre: epilogue_case(rng, m, a, lo_, hi_, s, p)
