@@ -47,7 +47,8 @@ export function createEngine({post, close, switches}) {
   // dispatches through Python (direct mode off, see above), ?unpack=0
   // installs NumPy and the core wheel with loadPackage (polyfill/src/wheels.js), ?prebuilt=0 starts CPython
   // where there is no cached snapshot instead of restoring the build's (polyfill/src/snapshot.js), nor the build's
-  // NumPy snapshot, which ?numpysnapshot=0 alone leaves out (NumPy imported after the bare restore). Read from the
+  // NumPy snapshot, which ?numpysnapshot=0 alone leaves out (NumPy imported after the bare restore), ?coresnapshot=0
+  // imports the core from its files where the snapshot came with it imported (boot.js dropStaleImports). Read from the
   // worker script's own URL (worker.js), which may run from a blob URL that imports it (polyfill/src/spawn.js).
   let blas = switches.get('blas') === '0' ? 'off' : 'idle';
 
@@ -95,6 +96,7 @@ export function createEngine({post, close, switches}) {
       // entries a boot that imports NumPy stores and restores
       siteScope: numpyAsset ? 'worker-numpysnap' : 'worker',
       early: switches.get('early') !== '0', stdlibCode: switches.get('stdlibcode') !== '0',
+      snapshotImports: switches.get('coresnapshot') !== '0',
       mark: (stage, info) => {
         stages[stage] = Math.round(performance.now() - t0);
         const what = msg.handOver || {};
@@ -126,6 +128,13 @@ export function createEngine({post, close, switches}) {
     };
     await store('numpy');
     glue = pyodide.pyimport('py_core.bridge.pyodide_glue');
+    // a core that came imported with the build's snapshot has its C kernels still to load (make_snapshot.mjs)
+    const kernels = pyodide.pyimport('py_core.kernels.native');
+    try {
+      kernels.ensure_loaded();
+    } finally {
+      kernels.destroy();
+    }
     if (msg.direct !== false && switches.get('direct') !== '0') {
       // tensors: id -> {ctx, index (its entry in the table), n (bytes), error (of the last dispatch writing it)}
       direct = {table: unwrap(glue.enable_direct()), tensors: new Map(), free: [], next: 0,
@@ -134,7 +143,8 @@ export function createEngine({post, close, switches}) {
     await store('wheels');  // the core wheel's, likewise
     stages.core = Math.round(performance.now() - t0);
     progress('worker-core', 'core loaded');
-    return {ok: true, snapshot: booted.snapshot, numpySnapshot: booted.numpySnapshot, numpy: booted.numpy,
+    return {ok: true, snapshot: booted.snapshot, numpySnapshot: booted.numpySnapshot, imported: booted.imported,
+      numpy: booted.numpy,
       wheels: booted.wheels, stages,
       stdlibCode: stdlibUsed(pyodide)};
   }

@@ -97,9 +97,9 @@ def _entries(context: Any, url: str, want: int) -> dict[str, Any]:
 
 def test_site_packages_come_back_from_the_cache_and_a_damaged_entry_is_replaced(browser: Any,
                                                                                 dev_server: str) -> None:
-    # NumPy imported after the bare snapshot's restore (?numpysnapshot=0), as where the worker's NumPy snapshot
-    # is not there or not usable: what that import compiles goes into the entries
-    url = f"{dev_server}/perf/?numpysnapshot=0"
+    # NumPy and the core imported after the bare snapshot's restore (?numpysnapshot=0, ?coresnapshot=0), as where
+    # the build's snapshots are not there or not usable: what those imports compile goes into the entries
+    url = f"{dev_server}/perf/?numpysnapshot=0&coresnapshot=0"
     context = browser.new_context()
     try:
         # closed as soon as its graph has run, as the bench's cold visit is: NumPy's entry, the big one, is
