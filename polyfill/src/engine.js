@@ -114,8 +114,10 @@ export function createEngine({post, close, switches}) {
     pyodide = booted.py;
     if (booted.numpySnapshot) {
       // a duration and a count, not times since the start
-      const {ms, precompiled} = lastRelink() || {};
+      const {ms, precompiled, at = {}} = lastRelink() || {};
       Object.assign(stages, {relinkMs: ms, relinkPrecompiled: precompiled});
+      // the restore's steps on this clock: module factory called, module ready, heap restored (relinked)
+      for (const [step, t] of Object.entries(at)) stages[`${step}At`] = Math.round(t - t0);
     }
     progress('worker-numpy', `NumPy installed (${booted.numpy})`);
     pyodide.runPython('import numpy');  // timed apart from the core's own imports
