@@ -108,10 +108,13 @@ polyfill/src/generated/ops.json polyfill/src/generated/types.json &: $(GEN_SCRIP
 	@touch polyfill/src/generated/ops.json polyfill/src/generated/types.json
 
 # The Pyodide memory snapshots, made under Node and served gzipped beside the bundle (a first visit restores them
-# instead of starting CPython): the bare interpreter's, and the worker's with NumPy imported.  A no-op when it is current; it never fails the build: without it the
-# polyfill starts CPython, as before (scripts/make_snapshot.mjs).
-snapshot: node assets
-	node scripts/make_snapshot.mjs --out $(DIST)
+# instead of starting CPython): the bare interpreter's, and the worker's with NumPy imported; both with the core
+# imported (the wheel the dev server serves now; after `make build`, whose C kernels it holds).  A no-op when it
+# is current; it never fails the build: without it the polyfill starts CPython, as before
+# (scripts/make_snapshot.mjs).
+snapshot: node assets venv-run
+	$(PY) -m web.core_wheel build/core-wheel.whl
+	node scripts/make_snapshot.mjs --out $(DIST) --core-wheel build/core-wheel.whl
 
 # dist/ is git-ignored; the brotli results are cached by content (brotli -q 11 takes minutes the first time).
 dist: $(DIST_STAMP) node assets build snapshot

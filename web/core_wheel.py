@@ -176,3 +176,25 @@ class CoreWheelCache:
             return current
         with self._lock:
             return self._recent.get(short_hash)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the core wheel the dev server would serve now to a file (scripts/make_snapshot.mjs imports it into
+    the build's snapshots): `python -m web.core_wheel OUT.whl`; prints its sha256."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m web.core_wheel OUT.whl", file=sys.stderr)
+        return 2
+    root = Path(__file__).resolve().parents[1]
+    wheel = build_wheel(root / "py_core", read_project_meta(root / "pyproject.toml"))
+    out = Path(args[0])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(wheel.data)
+    print(wheel.sha256)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -21,9 +21,13 @@
 const relinks = new WeakMap();  // snapshot bytes given to loadPyodide -> their record
 let hooked = false;
 let last = null;
+// the compiles relinkFor started, which the module factory awaits once its own module is instantiated
+let compiles = null;
 
 /** The last relink: {ms: how long it took (the modules loaded again, the heap copied back), precompiled: how many
- * modules came compiled ahead}, or null. */
+ * modules came compiled ahead, at: {factory, created, restore, restored}: performance.now() when pyodide.asm.js's
+ * module factory was called, when its module was ready (instantiated, exports linked), when the heap's restore
+ * began and when it ended}, or null. */
 export function lastRelink() {
   return last;
 }
@@ -58,18 +62,29 @@ export function hook() {
   const create = globalThis._createPyodideModule;
   if (typeof create !== 'function') return false;
   globalThis._createPyodideModule = async function createPyodideModule(config, ...rest) {
+    const factory = performance.now();
     const M = await create.call(this, config, ...rest);
+    const created = performance.now();
+    // loadPyodide restores the heap right after this resolves: the extension modules' compiles, started as the
+    // snapshot was read, ran beside this instantiation (SpiderMonkey compiles a module up front: 100-400 ms)
+    if (compiles) {
+      const waiting = compiles;
+      compiles = null;
+      await waiting;
+    }
     const api = config && config.API;
     if (api && typeof api.restoreSnapshot === 'function') {
       const restore = api.restoreSnapshot;
       api.restoreSnapshot = function restoreSnapshot(bytes) {
+        const begun = performance.now();
         const out = restore.call(this, bytes);
         const rec = relinks.get(bytes);
         if (rec) {
           const t0 = performance.now();
           const precompiled = rec.compiled.filter(Boolean).length;
           relink(M, bytes, rec);
-          last = {ms: Math.round(performance.now() - t0), precompiled};
+          last = {ms: Math.round(performance.now() - t0), precompiled,
+            at: {factory, created, restore: begun, restored: performance.now()}};
         }
         restoreCountArgs(M);
         return out;
@@ -82,10 +97,12 @@ export function hook() {
 }
 
 /** `bytes` (a snapshot given to loadPyodide's _loadSnapshot, after hook()) relinks with `rec` when restored;
- * resolves to `bytes` once the modules are compiled from the snapshot's copy of their files (WebAssembly.compile,
- * off this thread, while the main module compiles: SpiderMonkey compiles all of a module up front, 180-470 ms of
- * Firefox's worker for NumPy's three when the relink did it).  One that did not compile is compiled by the relink
- * itself, synchronously; `precompile: false`: all of them (make_snapshot.mjs's self-test runs both ways). */
+ * resolves to `bytes` at once, the modules compiling from the snapshot's copy of their files (WebAssembly.compile,
+ * off this thread: SpiderMonkey compiles all of a module up front, 180-470 ms of Firefox's worker for NumPy's
+ * three when the relink did it) while pyodide.asm.wasm is instantiated: the hooked module factory awaits them
+ * before the restore (they were awaited here, before the factory was called, until session 8: 300-400 ms of
+ * Firefox's warm start).  One that did not compile is compiled by the relink itself, synchronously;
+ * `precompile: false`: all of them (make_snapshot.mjs's self-test runs both ways). */
 export async function relinkFor(bytes, rec, {precompile = true} = {}) {
   const compiled = rec.handles.map(() => null);
   const compiling = [];
@@ -104,7 +121,7 @@ export async function relinkFor(bytes, rec, {precompile = true} = {}) {
     // compiled synchronously at the relink instead
   }
   relinks.set(bytes, {...rec, compiled});
-  await Promise.all(compiling);
+  compiles = Promise.all(compiling);
   return bytes;
 }
 

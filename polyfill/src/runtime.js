@@ -47,6 +47,11 @@ export class Runtime {
     // when the site-packages entries were stored (page clock; sitecache.js): message 'numpy' or 'wheels'.  A
     // timing only, not a progress event: it often comes after the graph is built, and a page showing progress
     // as "loading" (examples/webnn-app) would show it over its result
+    // NumPy's files written after the worker's init reply (boot.js deferNumpy): how they were installed
+    if (stage === 'worker-numpy-files') {
+      this.timings.numpy = message;
+      return;
+    }
     if (stage === 'worker-site-stored') {
       this.timings.siteStored = {...this.timings.siteStored,
         [`worker-${message}`]: Math.round(performance.now() - this.t0)};
@@ -98,10 +103,10 @@ export class Runtime {
     // without one, boot normally and store one for the next visit.
     const handed = (await Promise.race([this.handoff, null])) || {};
     this.handoff = null;  // 20 MB: not kept once used
-    const {py, snapshot, wheels, storeSite} = await bootPyodide({indexURL: this.config.pyodideURL,
+    const {py, snapshot, wheels, storeSite, imported} = await bootPyodide({indexURL: this.config.pyodideURL,
       lockFileURL: this.config.lockFileURL, unzip: this.config.unzip !== false,
       siteCache: this.config.siteCache !== false, siteScope: 'page', early: this.config.early !== false,
-      stdlibCode: this.config.stdlibCode !== false,
+      stdlibCode: this.config.stdlibCode !== false, snapshotImports: this.config.coreSnapshot !== false,
       snapshot: {use: true, make: true, given: handed.snapshot || null, givenNew: !!handed.made,
         prebuilt: this.prebuilt()},
       wasmModule: handed.module || null,
@@ -111,6 +116,8 @@ export class Runtime {
         if (stage === 'runtime') this.#progress('page-runtime', 'Pyodide started on the page');
       }});
     this.timings.snapshot = {...this.timings.snapshot, page: snapshot};
+    // the packages that came imported with the snapshot (['py_core']: the build's, for this core wheel)
+    this.timings.imported = {...this.timings.imported, page: imported};
     // 'cached' (site-packages from Cache Storage), 'unzipped' (in JavaScript) or 'unpacked' (CPython's zipfile)
     this.timings.wheels = {...this.timings.wheels, page: wheels};
     this.timings.wasm = handed.module ? 'handed' : 'compiled';  // the page's pyodide.asm.wasm: the worker's, or its own
@@ -142,6 +149,7 @@ export class Runtime {
     if (ready && ready.snapshot) this.timings.snapshot = {...this.timings.snapshot, worker: ready.snapshot};
     // true: the worker's snapshot came with NumPy imported (relink.js)
     if (ready) this.timings.numpySnapshot = !!ready.numpySnapshot;
+    if (ready && ready.imported) this.timings.imported = {...this.timings.imported, worker: ready.imported};
     // 'cached' (site-packages from Cache Storage), 'unzipped' (in JavaScript), 'unpacked' (CPython's zipfile) or
     // 'loadPackage' (fallback)
     if (ready && ready.numpy) this.timings.numpy = ready.numpy;

@@ -22,12 +22,20 @@ import {inServiceWorker} from './load-pyodide.js';
 import {hook, relinkFor} from './relink.js';
 
 const CACHE = 'webnn-polyfill-pyodide-snapshot';
-const FORMAT = 1;  // bump to orphan snapshots made by older polyfill code
+const FORMAT = 2;  // bump to orphan snapshots made by older polyfill code (2: keyed by the build's snapshot)
 const SNAPSHOT_MAGIC = 1886286592;  // pyodide.asm.js's snapshot magic number (0.27)
 
-function snapshotKey(indexURL, version) {
-  return new URL(`webnn-snapshot-v${FORMAT}-${encodeURIComponent(version)}.bin`, indexURL).href;
+// The bare snapshot's entry: per Pyodide version and, where the build has one, per build snapshot (it holds the
+// core imported: a new core is a new snapshot, which replaces the entry of the last one when it is stored)
+const BARE_PREFIX = 'webnn-snapshot-v';
+
+function snapshotKey(indexURL, version, prebuilt = null) {
+  const build = prebuilt && prebuilt.sha256 ? `-${prebuilt.sha256.slice(0, 16)}` : '';
+  return new URL(`${BARE_PREFIX}${FORMAT}-${encodeURIComponent(version)}${build}.bin`, indexURL).href;
 }
+
+// a new bare snapshot's entry replaces any other (older formats, other builds': 20 MB each)
+const otherBare = (url) => url.includes(BARE_PREFIX);
 
 // The worker's NumPy snapshot (scripts/make_snapshot.mjs) is only ever the build's: cached under its asset's
 // sha256, so another build's is another entry (and the older ones are deleted when a new one is stored).
@@ -96,10 +104,11 @@ async function dropSnapshot(key) {
   if (cache) await cache.delete(key).catch(() => {});
 }
 
-/** The cached snapshot's bytes (or null), read ahead of startPyodide (its `cached` option); with `numpyAsset`,
- * the cached copy of that NumPy snapshot (its `numpy.cached`). */
-export function prefetchSnapshot(indexURL, version, numpyAsset = null) {
-  return readSnapshot(numpyAsset ? numpyKey(indexURL, numpyAsset) : snapshotKey(indexURL, version || 'unknown'));
+/** The cached snapshot's bytes (or null), read ahead of startPyodide (its `cached` option; `prebuilt`: its
+ * option of that name); with `numpyAsset`, the cached copy of that NumPy snapshot (its `numpy.cached`). */
+export function prefetchSnapshot(indexURL, version, numpyAsset = null, prebuilt = null) {
+  return readSnapshot(numpyAsset ? numpyKey(indexURL, numpyAsset)
+    : snapshotKey(indexURL, version || 'unknown', prebuilt));
 }
 
 // A first visit gives up on the build's snapshot (and starts CPython) when its download has not finished by then:
@@ -150,14 +159,16 @@ export async function startPyodide(loadPyodide, version, options,
       const py = await restore(loadPyodide, options, given);
       // a snapshot the worker just made, stored from here: the worker's thread is busy with NumPy and the
       // core for seconds, which held its write back until the page was gone (Firefox)
-      if (givenNew) writeSnapshot(snapshotKey(options.indexURL, version || 'unknown'), given);  // none without a cache
+      if (givenNew) {  // none without a cache
+        writeSnapshot(snapshotKey(options.indexURL, version || 'unknown', prebuilt), given, {replacing: otherBare});
+      }
       return {py, snapshot: 'handed', bytes: given};
     } catch (e) {
       console.warn(`WebNN polyfill: the worker's Pyodide snapshot did not restore: ${e && e.message ? e.message : e}`);
     }
   }
   const cached = await openCache();
-  const key = cached ? snapshotKey(options.indexURL, version || 'unknown') : null;
+  const key = cached ? snapshotKey(options.indexURL, version || 'unknown', prebuilt) : null;
   if (cached && use) {
     const bytes = await (prefetched || readSnapshot(key));
     if (bytes) {
@@ -175,7 +186,7 @@ export async function startPyodide(loadPyodide, version, options,
     try {
       const py = await restore(loadPyodide, options, fetching);
       const bytes = await fetching;
-      if (cached && store) writeSnapshot(key, bytes);  // not awaited, as below
+      if (cached && store) writeSnapshot(key, bytes, {replacing: otherBare});  // not awaited, as below
       return {py, snapshot: 'prebuilt', bytes};
     } catch (e) {
       console.warn(`WebNN polyfill: the build's Pyodide snapshot is not usable: ${e && e.message ? e.message : e}`);
@@ -185,7 +196,8 @@ export async function startPyodide(loadPyodide, version, options,
   const py = await loadPyodide({...options, _makeSnapshot: true});
   try {
     const bytes = py.makeMemorySnapshot();
-    if (cached && store) writeSnapshot(key, bytes);  // not awaited: storing 20 MB must not delay the boot
+    // not awaited: storing 20 MB must not delay the boot
+    if (cached && store) writeSnapshot(key, bytes, {replacing: otherBare});
     return {py, snapshot: 'made', bytes};
   } catch (e) {
     return {py, snapshot: 'none', bytes: null};  // an instance that cannot be snapshotted still works

@@ -47,7 +47,8 @@ VISIT = """async () => {
     if (want.every((w) => urls.some((u) => u.includes(w)))) break;
     await new Promise((r) => setTimeout(r, 50));
   }
-  return {y, snapshot: {...snapshot, numpy, wasm: webnnPolyfill.bootTimings.wasm}};
+  return {y, snapshot: {...snapshot, numpy, wasm: webnnPolyfill.bootTimings.wasm},
+    imported: webnnPolyfill.bootTimings.imported};
 }"""
 
 DAMAGE = """async ([mode, which]) => {
@@ -65,10 +66,12 @@ DAMAGE = """async ([mode, which]) => {
 PREBUILT_OFF = "window.WEBNN_POLYFILL_CONFIG = {prebuiltSnapshot: false};"
 
 
-def _visit(context: Any, url: str, wasms: set[str], expected_error: str = "") -> dict[str, Any]:
+def _visit(context: Any, url: str, wasms: set[str], expected_error: str = "", imported: Any = None) -> dict[str, Any]:
     page, errors = open_page(context, url, BOOT_MS)
     result = page.evaluate(VISIT)
     page.close()
+    if imported is not None:
+        assert result["imported"] == imported, result
     # (Firefox reports a refused integrity check as a page error of its own)
     assert not [e for e in errors if not (expected_error and expected_error in e)], errors
     assert result["y"] == [11, 22, 33, 44]
@@ -128,9 +131,11 @@ def test_first_visit_restores_the_build_snapshots(browser: Any, browser_name: st
     _asset("pyodide-snapshot-numpy")
     context = browser.new_context()
     try:
-        # the worker's NumPy snapshot, the page's bare one: each restores the build's and stores it
-        assert _visit(context, url, wasms) == {"page": "prebuilt", "worker": "prebuilt", "numpy": True}
-        assert _visit(context, url, wasms) == {"page": "loaded", "worker": "loaded", "numpy": True}
+        # the worker's NumPy snapshot, the page's bare one: each restores the build's and stores it; both come
+        # with the core imported (the dev server's core wheel is the one `make snapshot` imported)
+        core = {"page": ["py_core"], "worker": ["py_core"]}
+        assert _visit(context, url, wasms, imported=core) == {"page": "prebuilt", "worker": "prebuilt", "numpy": True}
+        assert _visit(context, url, wasms, imported=core) == {"page": "loaded", "worker": "loaded", "numpy": True}
         # a damaged cached NumPy snapshot is dropped: one that fails its checks before the restore gives way to
         # the build's again, one that fails in the restore (another build's) to the bare snapshot
         _damage(context, url, "magic", "webnn-snapshot-numpy-")
@@ -146,7 +151,8 @@ def test_first_visit_restores_the_build_snapshots(browser: Any, browser_name: st
     context = browser.new_context()
     _worker_url(context, dev_server, "numpysnapshot=0")
     try:
-        assert _visit(context, url, wasms) == {"page": "handed", "worker": "prebuilt", "numpy": False}
+        # (the bare snapshot holds the page's part of the core: the worker imports the rest)
+        assert _visit(context, url, wasms, imported=core) == {"page": "handed", "worker": "prebuilt", "numpy": False}
         assert _visit(context, url, wasms) == {"page": "handed" if chromium else "loaded", "worker": "loaded",
                                                "numpy": False}
     finally:
@@ -156,7 +162,17 @@ def test_first_visit_restores_the_build_snapshots(browser: Any, browser_name: st
     context = browser.new_context()
     _worker_url(context, dev_server, "compiler=0")
     try:
-        assert _visit(context, url, {"compiled"}) == {"page": "prebuilt", "worker": "none", "numpy": False}
+        assert _visit(context, url, {"compiled"}, imported={"page": ["py_core"], "worker": []}) == {
+            "page": "prebuilt", "worker": "none", "numpy": False}
+    finally:
+        context.close()
+    # ?coresnapshot=0 (worker) and coreSnapshot: false (page): the snapshots' core dropped, imported from its files
+    context = browser.new_context()
+    _worker_url(context, dev_server, "coresnapshot=0")
+    context.add_init_script("window.WEBNN_POLYFILL_CONFIG.coreSnapshot = false;")
+    try:
+        assert _visit(context, url, wasms, imported={"page": [], "worker": []}) == {
+            "page": "prebuilt", "worker": "prebuilt", "numpy": True}
     finally:
         context.close()
 

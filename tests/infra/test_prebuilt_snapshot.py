@@ -116,3 +116,48 @@ def test_the_numpy_snapshot_restores_numpy_imported_and_refuses_a_record_that_do
     assert "the function table has" in run.stderr
     assert refused["snapshot"] == "none" and refused["numpy"] is False and refused["state"][0] is False
     np.testing.assert_allclose(refused["state"][1], a @ a.T, rtol=1e-12)
+
+
+# argv: snapshot.js, boot.js, the Pyodide folder, the .gz, the core wheel's sha256; restores the bare snapshot
+# three times: beside the same core wheel, beside another, and with the imports switched off (boot.js)
+CORE_RUNNER = r"""
+import fs from 'fs';
+import zlib from 'zlib';
+const [snapshotJs, bootJs, dir, gz, sha] = process.argv.slice(1);
+const {startPyodide} = await import(snapshotJs);
+const {dropStaleImports} = await import(bootJs);
+const {loadPyodide, version} = await import(dir + '/pyodide.mjs');
+const bytes = new Uint8Array(zlib.gunzipSync(fs.readFileSync(gz)));
+const out = [];
+for (const wheels of [[{sha256: sha}], [{sha256: '0'.repeat(64)}], []]) {
+  const {py} = await startPyodide(loadPyodide, version, {indexURL: dir + '/'}, {use: false, given: bytes.slice()});
+  const before = py.runPython('import sys; "py_core.bridge.builder_host" in sys.modules');
+  const kept = dropStaleImports(py, wheels);
+  out.push({before, kept, after: py.runPython(
+    'import sys; sorted(m for m in sys.modules if m.split(".")[0] == "py_core")').toJs().length});
+}
+console.log(JSON.stringify(out));
+"""
+
+
+def test_the_bare_snapshot_holds_the_core_imported_and_drops_it_beside_another_core() -> None:
+    """The build's bare snapshot comes with the page's core imported (scripts/make_snapshot.mjs --core-wheel, as
+    `make snapshot` runs it): kept beside the core wheel it was made from, dropped beside another one and where the
+    boot asks (coreSnapshot: false), so that a changed core is never run from an older snapshot's modules."""
+    settings = Settings.from_env()
+    asset = settings.snapshot_asset()
+    if asset is None:
+        pytest.skip("no Pyodide snapshot in polyfill/dist: make snapshot")
+    gz = settings.polyfill_dist / asset["url"].rsplit("/", 1)[1]
+    meta = json.loads(gz.with_name("pyodide-snapshot.json").read_text())
+    if not meta.get("coreSha256"):
+        pytest.skip("the snapshot was made without the core: make snapshot")
+    assert NODE is not None
+    run = subprocess.run([NODE, "--input-type=module", "-e", CORE_RUNNER, str(ROOT / "polyfill/src/snapshot.js"),
+                          str(ROOT / "polyfill/src/boot.js"), str(settings.pyodide_dir), str(gz),
+                          meta["coreSha256"]], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    same, other, off = json.loads(run.stdout.strip().splitlines()[-1])
+    assert same["before"] is True and same["kept"] == ["py_core"] and same["after"] > 10
+    for dropped in (other, off):
+        assert dropped["before"] is True and dropped["kept"] == [] and dropped["after"] == 0

@@ -149,6 +149,15 @@ def available() -> bool:
     return _LIB is not None
 
 
+def ensure_loaded() -> bool:
+    """Load the C kernels if they are not (and not switched off): the build's snapshot of the worker imports the
+    core with them off, since which build loads (relaxed SIMD or not) depends on the engine that restores it."""
+    global _LIB
+    if _LIB is None:
+        _LIB = _load()
+    return _LIB is not None
+
+
 def use_native(on: bool) -> None:
     """Switch the C kernels off (False) or back on (True, if built): for comparisons and tests."""
     global _LIB

@@ -204,6 +204,7 @@ async function startup(name) {
   const tBuilt = performance.now();
   await runPolyfill(p, inputsFor(p.entry, 1));
   return {contextMs: tContext - t0, builtMs: tBuilt - t0, firstRunMs: performance.now() - tBuilt,
+    builderMs: p.builderMs, buildMs: p.buildMs,
     bootTimings: webnnPolyfill.bootTimings, crossOriginIsolated: globalThis.crossOriginIsolated};
 }
 
