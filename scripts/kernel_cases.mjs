@@ -60,6 +60,15 @@ export async function instantiate(bytes) {
     cases[`1x1_${M}x${K}x${N}`] = {flops: 2 * M * N * K, out: [c, M * N],
       run: () => e.wk_sgemm(B(M), B(N), B(K), a, B(K), 1n, b, B(N), c, B(N), bias, 1, 1, 0, 6, work)};
   }
+  // channels-last 1x1 convs (NHWC, the gallery's TFLite models): pixels [M, K] x the weights packed once [K, O],
+  // bias per column, relu6 (wk_sgemm_packed)
+  for (const [M, K, O] of [[12544, 16, 96], [3136, 24, 144], [196, 576, 96]]) {
+    const a = alloc(M * K), b = alloc(K * O), c = alloc(M * O, false), bias = alloc(O);
+    const pk = alloc(Number(e.wk_packed_b_size(B(O), B(K))), false);
+    e.wk_pack_b(B(O), B(K), b, B(O), pk);
+    cases[`nhwc1x1_${M}x${K}x${O}`] = {flops: 2 * M * O * K, out: [c, M * O],
+      run: () => e.wk_sgemm_packed(B(M), B(O), B(K), a, B(K), 1n, pk, c, B(O), bias, 2, 1, 0, 6)};
+  }
   // MobileNetV2's layers as the polyfill runs them (NCHW, batch 1): `mnv2:` cases, each with its count in the
   // network; compare() adds a variant's minimums up into the whole network's kernel time
   const layers = [['conv', 3, 224, 32, 2, 1]];

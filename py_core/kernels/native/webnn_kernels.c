@@ -465,7 +465,7 @@ static __attribute__((noinline)) void rows_in_lanes(i64 i0, i64 k0, i64 kc, cons
   }
 }
 
-/* The full panels of a K block, for the epilogues products mostly have (bias per row or none, clamp or none):
+/* The full panels of a K block, for the epilogues products mostly have (any bias, clamp or none):
  * the same 2 x 16 tile as gemm_block's micro-kernels, in a function of its own.  There the tiles' accumulators
  * live in memory (the partial panel's store indexes them at run time; kept in registers inside gemm_block, V8's
  * code ran 3x slower) and every tile asks the epilogue's modes: a third of a tile's time at K = 16
@@ -503,6 +503,8 @@ static __attribute__((noinline)) void rows_in_lanes(i64 i0, i64 k0, i64 kc, cons
 #define PANELS_LAST(INIT)                                                                                   \
   if (e->bias_mode == BIAS_PER_ROW && e->act == ACT_CLAMP) PANELS(INIT, splat(bias[i + r]), CLAMP_V)        \
   else if (e->bias_mode == BIAS_PER_ROW) PANELS(INIT, splat(bias[i + r]), PLAIN_V)                          \
+  else if (e->bias_mode == BIAS_PER_COL && e->act == ACT_CLAMP) PANELS(INIT, ld(bias + j + 4 * v), CLAMP_V) \
+  else if (e->bias_mode == BIAS_PER_COL) PANELS(INIT, ld(bias + j + 4 * v), PLAIN_V)                        \
   else if (e->act == ACT_CLAMP) PANELS(INIT, zero4(), CLAMP_V)                                              \
   else PANELS(INIT, zero4(), PLAIN_V)
 
@@ -528,9 +530,7 @@ static __attribute__((noinline)) void full_panels(i64 i0, i64 i1, i64 n0, i64 n,
 #undef PANELS
 #undef PANEL_TILE
 
-static inline int full_panels_take(const epilogue *e) {
-  return (e->bias_mode == BIAS_PER_ROW || e->bias_mode == BIAS_NONE) && (e->act == ACT_CLAMP || e->act == ACT_NONE);
-}
+static inline int full_panels_take(const epilogue *e) { return e->act == ACT_CLAMP || e->act == ACT_NONE; }
 
 /* gemm_block's work (same arguments), its full panels by full_panels where that takes the epilogue, rows in
  * blocks of MC */
@@ -951,7 +951,7 @@ static void conv_nchw_direct(const conv_geometry *g, const conv_direct_geometry 
           }
           const float *ba = P + oha * g->sh * d->Wp + owa, *bb = P + ohb * g->sh * d->Wp + owb;
           float *ca = y + oha * g->OW + owa, *cb = y + ohb * g->OW + owb;
-          if (la == SEG && lb == SEG && full_panels_take(e)) {
+          if (la == SEG && lb == SEG && e->bias_mode != BIAS_PER_COL && full_panels_take(e)) {
             direct_full(m0, m1, kc, w + k0, K, ba, bb, off, ca, cb, N, first, last, e);
             continue;
           }
