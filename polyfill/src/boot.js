@@ -41,6 +41,9 @@ function fetchable(indexURL) {
  *  siteCache     restore each wheel's files (with their .pyc) from Cache Storage (sitecache.js), read while
  *                Pyodide starts, or install it and let the caller store it with storeSite() once it has imported
  *                what it needs; siteScope names whose site-packages it is (the page's and the worker's differ)
+ *  deferNumpy    where NumPy came imported with the snapshot and its files are not in the site cache, resolve
+ *                before they are written (lazy imports read them): `numpyLater` then resolves to {how,
+ *                storeSite} once they are, and `storeSite` is null until then
  *  snapshotImports  false: drop the packages a build's snapshot came with imported (dropStaleImports), as if
  *                they were another wheel's: this boot imports them from their files
  *  stdlibCode    with siteCache: keep the standard library's compiled code (stdlibpyc.js) in the entry of the last
@@ -52,7 +55,8 @@ function fetchable(indexURL) {
  * Resolves to {py, version, snapshot: 'handed'|'loaded'|'prebuilt'|'made'|'none', snapshotBytes, numpySnapshot
  * (true: restored from the NumPy snapshot, snapshotBytes then null), imported (the top-level packages of `wheels`
  * that came imported with the snapshot: dropStaleImports), wasmModule,
- * numpy, wheels: 'cached'|'unzipped'|'unpacked'|'loadPackage'|null (how each was installed), storeSite: (which) =>
+ * numpy, wheels: 'cached'|'unzipped'|'unpacked'|'loadPackage'|null (how each was installed; numpy null when
+ * deferred: numpyLater), storeSite: (which) =>
  * Promise<{stored: Promise<bool>}> (stores the entries of the wheels installed here, 'numpy' or 'wheels' or, by
  * default, both: their files and the .pyc written since; call it after importing from them; it resolves once the
  * writes are under way)}: snapshotBytes and wasmModule (when known) can start another Pyodide.
@@ -60,7 +64,7 @@ function fetchable(indexURL) {
 export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}, stderr = () => {}, args,
   snapshot = {use: false, make: false}, wasmModule = null, numpy = false, wheels = [], packages = [],
   unpack = true, unzip = true, siteCache = false, siteScope = 'pyodide', early = true, stdlibCode = true,
-  snapshotImports = true, mark = () => {}} = {}) {
+  snapshotImports = true, deferNumpy = false, mark = () => {}} = {}) {
   const viaFetch = unpack && fetchable(indexURL);
   // (Fetching the wheels while Pyodide starts was tried: Firefox's snapshot restore in the worker took 0.4-0.6 s
   // longer beside the downloads and digests, more than they cost after it.)
@@ -108,20 +112,29 @@ export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}
   const parts = site ? await site.restore(py, version || py.version, numpy, wheels) : {};
   // NumPy and the wheels not restored fetched and unpacked concurrently; then packages by name (SciPy needs NumPy)
   const install = (part, run) => (part && part.restored ? 'cached' : run(part || {}));
+  // (NumPy imported already: its files unpacked or an error, not a loadPackage that may fail on the console only)
+  const numpyInstall = numpy ? Promise.resolve(install(parts.numpy, (part) => installNumpy(py, indexURL,
+    {unpack: viaFetch, unzip, installed: part, strict: !!started.numpy}))).then((how) => { mark('numpy'); return how; })
+    : null;
+  // NumPy came imported and its files are not in the cache: written after this resolves (deferNumpy)
+  const later = deferNumpy && started.numpy && numpyInstall && !(parts.numpy && parts.numpy.restored)
+    ? numpyInstall : null;
+  if (later) later.catch(() => {});  // the caller's numpyLater reports it
   const [numpyHow, wheelsHow] = await Promise.all([
-    numpy ? Promise.resolve(install(parts.numpy, (part) => installNumpy(py, indexURL,
-      {unpack: viaFetch, unzip, installed: part}))).then((how) => { mark('numpy'); return how; })
-      : null,
+    later ? null : numpyInstall,
     wheels.length ? Promise.all(wheels.map((w, i) => install(parts.wheels && parts.wheels[i],
       (part) => installWheel(py, w.url, w.sha256, {unpack: viaFetch, unzip, installed: part}))))
       .then((hows) => { mark('wheels'); return [...new Set(hows)].join(','); }) : null,
   ]);
   if (packages.length) await py.loadPackage(packages, QUIET);
   mark('packages');
-  const loadPackaged = [numpyHow, wheelsHow].some((how) => /loadPackage/.test(how || ''));
+  // (prepared once every wheel stored is installed: it marks their files and lists what each entry holds)
+  const storeFor = (hows) => (site && !hows.some((how) => /loadPackage/.test(how || '')) ? site.prepareStore(py)
+    : notStored);
   return {py, version: version || py.version, snapshot: started.snapshot, snapshotBytes: started.bytes,
     numpySnapshot: !!started.numpy, imported, wasmModule: wasm.module(), numpy: numpyHow, wheels: wheelsHow,
-    storeSite: site && !loadPackaged ? site.prepareStore(py) : notStored};
+    storeSite: later ? null : storeFor([numpyHow, wheelsHow]),
+    numpyLater: later ? later.then((how) => ({how, storeSite: storeFor([how, wheelsHow])})) : null};
 }
 
 // A build's snapshot may hold a wheel's package imported (scripts/make_snapshot.mjs: the core's, its sha256 in

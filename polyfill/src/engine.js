@@ -29,6 +29,7 @@ export function createEngine({post, close, switches}) {
   let glue = null;
   let pyodide = null;
   let direct = null;  // direct mode's state (see above), or null
+  let filesPending = null;  // NumPy's files being written after the init reply (deferNumpy), or null
   const queue = [];
   let pumping = false;
   const BATCH_END = {};  // in `queue` after each batch's last message
@@ -48,7 +49,8 @@ export function createEngine({post, close, switches}) {
   // installs NumPy and the core wheel with loadPackage (polyfill/src/wheels.js), ?prebuilt=0 starts CPython
   // where there is no cached snapshot instead of restoring the build's (polyfill/src/snapshot.js), nor the build's
   // NumPy snapshot, which ?numpysnapshot=0 alone leaves out (NumPy imported after the bare restore), ?coresnapshot=0
-  // imports the core from its files where the snapshot came with it imported (boot.js dropStaleImports). Read from the
+  // imports the core from its files where the snapshot came with it imported (boot.js dropStaleImports), ?defernumpy=0
+  // writes NumPy's files before the init reply where NumPy came imported (boot.js deferNumpy). Read from the
   // worker script's own URL (worker.js), which may run from a blob URL that imports it (polyfill/src/spawn.js).
   let blas = switches.get('blas') === '0' ? 'off' : 'idle';
 
@@ -97,6 +99,8 @@ export function createEngine({post, close, switches}) {
       siteScope: numpyAsset ? 'worker-numpysnap' : 'worker',
       early: switches.get('early') !== '0', stdlibCode: switches.get('stdlibcode') !== '0',
       snapshotImports: switches.get('coresnapshot') !== '0',
+      // NumPy's files written after the init reply where NumPy came imported (?defernumpy=0: before it)
+      deferNumpy: switches.get('defernumpy') !== '0',
       mark: (stage, info) => {
         stages[stage] = Math.round(performance.now() - t0);
         const what = msg.handOver || {};
@@ -119,16 +123,18 @@ export function createEngine({post, close, switches}) {
       // the restore's steps on this clock: module factory called, module ready, heap restored (relinked)
       for (const [step, t] of Object.entries(at)) stages[`${step}At`] = Math.round(t - t0);
     }
-    progress('worker-numpy', `NumPy installed (${booted.numpy})`);
+    progress('worker-numpy', booted.numpyLater ? 'NumPy imported (its files still being written)'
+      : `NumPy installed (${booted.numpy})`);
     pyodide.runPython('import numpy');  // timed apart from the core's own imports
     stages.numpyImport = Math.round(performance.now() - t0);
     // NumPy's files and .pyc for the next visit (sitecache.js), on their way before the core's import holds this
     // thread: stored after the graph was built, they had often not been written when a short visit ended
+    let storeSite = booted.storeSite;
     const store = async (group) => {
-      const {stored} = await booted.storeSite([group]);
+      const {stored} = await storeSite([group]);
       stored.then((ok) => ok && progress('worker-site-stored', group));
     };
-    await store('numpy');
+    if (storeSite) await store('numpy');
     glue = pyodide.pyimport('py_core.bridge.pyodide_glue');
     // a core that came imported with the build's snapshot has its C kernels still to load (make_snapshot.mjs)
     const kernels = pyodide.pyimport('py_core.kernels.native');
@@ -142,7 +148,21 @@ export function createEngine({post, close, switches}) {
       direct = {table: unwrap(glue.enable_direct()), tensors: new Map(), free: [], next: 0,
         bound: new Map(), nextBound: 1, run: glue.run, bind: glue.bind, cRuns: 0};
     }
-    await store('wheels');  // the core wheel's, likewise
+    if (storeSite) await store('wheels');  // the core wheel's, likewise
+    if (booted.numpyLater) {
+      // Every request after this one waits for NumPy's files (handle): no graph exists before they are written.
+      // And for their entry's store to be under way, as above: a visit that closes once its graph ran (the
+      // bench's) would otherwise leave the next one without it.
+      filesPending = booted.numpyLater.then(async ({how, storeSite: prepared}) => {
+        progress('worker-numpy-files', how);
+        storeSite = prepared;
+        await store('numpy').catch(() => {});  // (a failed store only costs the next visit)
+        filesPending = null;
+        store('wheels').catch(() => {});
+      }, (e) => {
+        throw new Error(`NumPy's files could not be installed: ${e && e.message ? e.message : e}`);
+      });
+    }
     stages.core = Math.round(performance.now() - t0);
     progress('worker-core', 'core loaded');
     return {ok: true, snapshot: booted.snapshot, numpySnapshot: booted.numpySnapshot, imported: booted.imported,
@@ -503,6 +523,9 @@ export function createEngine({post, close, switches}) {
   // One request: its reply (or error) queued for the next flush.  Returns a promise only when the handler is
   // asynchronous (init, build, loadModel); the timeline's calls are handled synchronously, with no await.
   function handle(msg) {
+    if (filesPending && msg.type !== 'init') {
+      return filesPending.then(() => handle(msg), (e) => failed(msg, e));
+    }
     const handler = handlers[msg.type];
     let result;
     try {

@@ -47,6 +47,11 @@ export class Runtime {
     // when the site-packages entries were stored (page clock; sitecache.js): message 'numpy' or 'wheels'.  A
     // timing only, not a progress event: it often comes after the graph is built, and a page showing progress
     // as "loading" (examples/webnn-app) would show it over its result
+    // NumPy's files written after the worker's init reply (boot.js deferNumpy): how they were installed
+    if (stage === 'worker-numpy-files') {
+      this.timings.numpy = message;
+      return;
+    }
     if (stage === 'worker-site-stored') {
       this.timings.siteStored = {...this.timings.siteStored,
         [`worker-${message}`]: Math.round(performance.now() - this.t0)};

@@ -155,8 +155,9 @@ export async function installWheel(py, url, sha256, {unpack = true, unzip = true
   return 'loadPackage';
 }
 
-/** Install NumPy into `py` (a Pyodide started from indexURL); resolves as installWheel does. */
-export async function installNumpy(py, indexURL, {unpack = true, unzip = true, installed = null} = {}) {
+/** Install NumPy into `py` (a Pyodide started from indexURL); resolves as installWheel does.  `strict`: a failure
+ * to unpack it is thrown, not retried through loadPackage (which reports a failed download only on the console). */
+export async function installNumpy(py, indexURL, {unpack = true, unzip = true, installed = null, strict = false} = {}) {
   const unpackNumpy = async () => {
     const entry = numpyLockEntry(py);
     if (!entry || !entry.file_name || !integrityOf(entry.sha256) || (entry.depends || []).length) {
@@ -166,7 +167,7 @@ export async function installNumpy(py, indexURL, {unpack = true, unzip = true, i
     py.loadedPackages.numpy = `pyodide-webnn (${how}; extension modules load on import)`;
     return how;
   };
-  const how = unpack && await tryUnpack('NumPy', unpackNumpy);
+  const how = unpack && await tryUnpack('NumPy', unpackNumpy, {strict});
   if (how) return how;
   await py.loadPackage('numpy', QUIET);
   return 'loadPackage';

@@ -202,3 +202,50 @@ def test_stdlibcode_0_stores_no_standard_library_code(browser: Any, dev_server: 
         assert len(entries) == 6 and sum(STDLIB_CODE in e["paths"] for e in entries.values()) == 2
     finally:
         context.close()
+
+
+def test_numpy_files_come_after_the_init_reply_or_before_it(browser: Any, dev_server: str) -> None:
+    """Where NumPy comes imported with the worker's snapshot and its files are not cached, they are written after
+    the worker's init reply (every request waits for them: lazy imports read them) and their entry is stored;
+    ?defernumpy=0 writes them before the reply.  Both ways the next visit restores the entry."""
+    for query in ("", "?defernumpy=0"):
+        url = f"{dev_server}/perf/{query}"
+        context = browser.new_context()
+        try:
+            first = _visit(context, url, 3)
+            assert first["numpySnapshot"] is True and first["numpy"] == "unzipped", query
+            again = _visit(context, url)
+            assert again["numpySnapshot"] is True and again["numpy"] == "cached", query
+        finally:
+            context.close()
+
+
+FAILED_BUILD = """async () => {
+  const ctx = await navigator.ml.createContext();
+  const b = new MLGraphBuilder(ctx);
+  const x = b.input('x', {dataType: 'float32', shape: [4]});
+  let built;
+  try {
+    await b.build({y: b.relu(x)});
+    built = 'built';
+  } catch (e) {
+    built = `${e.name}: ${e.message}`;
+  }
+  const lost = await Promise.race([ctx.lost, new Promise((r) => setTimeout(() => r(null), 10000))]);
+  return {built, lost: lost && lost.message};
+}"""
+
+
+def test_numpy_files_that_cannot_be_installed_fail_the_first_request_clearly(browser: Any, dev_server: str) -> None:
+    """NumPy's wheel missing after the worker's init reply: the worker's first request fails, the context is lost
+    with the reason (no hang, no Python text, no engine running without NumPy's files)."""
+    context = browser.new_context()
+    context.route("**/numpy-*.whl", lambda route: route.fulfill(status=404, body="gone"))
+    try:
+        page, _ = open_page(context, f"{dev_server}/perf/", BOOT_MS)
+        got = page.evaluate(FAILED_BUILD)
+        assert got["built"] != "built", got
+        assert "NumPy's files could not be installed: HTTP 404" in (got["lost"] or ""), got
+        page.close()
+    finally:
+        context.close()
