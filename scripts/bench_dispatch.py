@@ -8,8 +8,8 @@ Each case is one function of a Playwright page that returns a JSON-able dict; `p
 bench) runs them all on its own page (run_small_ops; the case name small_ops):
 `ort_encoder` (onnxruntime-web's WebNN EP on the polyfill against its WASM EP, interleaved),
 `dispatch_overhead` (writeTensor, dispatch, readTensor of a 1-operator graph), `data_path` (writeTensor and
-readTensor of 1 and 4 MB) and `two_contexts` (the same graph dispatched on one context, then on two contexts at
-once: concurrent if the contexts run on two workers).
+readTensor of 1 and 4 MB) and `two_contexts` (the same graph dispatched on two contexts one after the other, then
+at once: concurrent if the contexts run on two workers; two bare spinning workers timed alike are its control).
 --compare opens a second page with other worker URL switches and runs the cases in both, interleaved (the
 before/after of a switch in one browser).
 --capture writes the graphs ORT builds (the build messages to the worker) for scripts/profile_pyodide.mjs.
