@@ -8,8 +8,8 @@ Each case is one function of a Playwright page that returns a JSON-able dict; `p
 bench) runs them all on its own page (run_small_ops; the case name small_ops):
 `ort_encoder` (onnxruntime-web's WebNN EP on the polyfill against its WASM EP, interleaved),
 `dispatch_overhead` (writeTensor, dispatch, readTensor of a 1-operator graph), `data_path` (writeTensor and
-readTensor of 1 and 4 MB) and `two_contexts` (the same graph dispatched on one context, then on two contexts at
-once: concurrent if the contexts run on two workers).
+readTensor of 1 and 4 MB) and `two_contexts` (the same graph dispatched on two contexts one after the other, then
+at once: concurrent if the contexts run on two workers; two bare spinning workers timed alike are its control).
 --compare opens a second page with other worker URL switches and runs the cases in both, interleaved (the
 before/after of a switch in one browser).
 --capture writes the graphs ORT builds (the build messages to the worker) for scripts/profile_pyodide.mjs.
@@ -187,7 +187,7 @@ def data_path(page: Any, reps: int = 15, mbs: tuple[int, ...] = (1, 4)) -> dict[
 
 
 TWO_CONTEXTS_JS = r"""
-async ({reps, n}) => {
+async ({reps, n, rounds}) => {
   const P = webnnPolyfill;
   async function setup() {
     const ctx = await P.ml.createContext();
@@ -207,32 +207,61 @@ async ({reps, n}) => {
     await run(2);
     return {ctx, run};
   }
+  // The control: two bare workers spinning a fixed JavaScript loop, one after the other, then both at once.  Their
+  // ratio is how much of a second core this machine gave at that moment (on the shared 2-vCPU VM anything from 1
+  // to 2), which the contexts' ratio is read against.
+  const spinner = () => new Worker(URL.createObjectURL(new Blob([`onmessage = (e) => {
+    let x = 0; for (let i = 0; i < e.data; i++) x = (x * 1.0000001 + 1e-9) % 7;
+    postMessage(x); };`], {type: 'text/javascript'})));
+  const spinners = [spinner(), spinner()];
+  const spin = (wk, iters) => new Promise((resolve) => { wk.onmessage = resolve; wk.postMessage(iters); });
   const a = await setup();
   const b = await setup();
-  const workers = (await P.workerStats()).workers;
-  const one = [], both = [];
-  for (let round = 0; round < 3; round++) {
-    let t = performance.now();
-    await a.run(reps);
-    await b.run(reps);
-    one.push(performance.now() - t);
+  // warm-up with both at once: both workers' code is hot for either order, and a worker that has just booted has
+  // finished whatever it does after its boot before anything is timed
+  for (let i = 0; i < 2; i++) await Promise.all([a.run(reps), b.run(reps)]);
+  let t = performance.now();
+  await a.run(reps);
+  const target = performance.now() - t;  // one context's run: the control spins about as long
+  let iters = 1e6;
+  for (let i = 0; i < 3; i++) {
     t = performance.now();
-    await Promise.all([a.run(reps), b.run(reps)]);
-    both.push(performance.now() - t);
+    await spin(spinners[0], iters);
+    iters = Math.max(1e5, Math.round(iters * target / Math.max(1, performance.now() - t)));
   }
+  await spin(spinners[1], iters);
+  const timed = async (f) => { const t0 = performance.now(); await f(); return performance.now() - t0; };
+  const one = [], both = [], ctrlOne = [], ctrlBoth = [];
+  const phases = [
+    async () => one.push(await timed(async () => { await a.run(reps); await b.run(reps); })),
+    async () => both.push(await timed(() => Promise.all([a.run(reps), b.run(reps)]))),
+    async () => ctrlOne.push(await timed(async () => {
+      await spin(spinners[0], iters); await spin(spinners[1], iters); })),
+    async () => ctrlBoth.push(await timed(() => Promise.all(spinners.map((wk) => spin(wk, iters))))),
+  ];
+  for (let round = 0; round < rounds; round++) {
+    // the order alternates, so drift over a round weighs on each phase alike
+    for (const phase of round % 2 ? [...phases].reverse() : phases) await phase();
+  }
+  spinners.forEach((wk) => wk.terminate());
   a.ctx.destroy();
   b.ctx.destroy();
-  return {one, both, workers, cores: navigator.hardwareConcurrency};
+  return {one, both, ctrlOne, ctrlBoth, workers: (await P.workerStats()).workers, cores: navigator.hardwareConcurrency};
 }
 """
 
 
-def two_contexts(page: Any, reps: int = 10, n: int = 256) -> dict[str, Any]:
+def two_contexts(page: Any, reps: int = 10, n: int = 256, rounds: int = 9) -> dict[str, Any]:
     """`reps` dispatches of a 4 x (matmul n + relu) graph on each of two contexts: one after the other, then
-    both at once; speedup = sequential / concurrent (2.0 = two cores fully used)."""
-    r = page.evaluate(TWO_CONTEXTS_JS, {"reps": reps, "n": n})
+    both at once, `rounds` times (the order alternating); speedup = sequential / concurrent, medians (2.0 = two
+    cores fully used).  control: the same ratio of two bare workers spinning as long, in the same rounds: what the
+    machine gave (on a 2-core machine shared with other work, the contexts cannot beat it)."""
+    r = page.evaluate(TWO_CONTEXTS_JS, {"reps": reps, "n": n, "rounds": rounds})
     seq, conc = statistics.median(r["one"]), statistics.median(r["both"])
+    ctrl = statistics.median(r["ctrlOne"]) / statistics.median(r["ctrlBoth"])
     return {"sequentialMs": round(seq, 1), "concurrentMs": round(conc, 1), "speedup": round(seq / conc, 2),
+            "controlSpeedup": round(ctrl, 2), "rounds": rounds,
+            "roundSpeedups": [round(x / y, 2) for x, y in zip(r["one"], r["both"], strict=True)],
             "workers": r["workers"], "cores": r["cores"]}
 
 
@@ -346,7 +375,9 @@ def summary(results: dict[str, Any]) -> list[str]:
                          f"into outputData {_ms(runs['into'])}")
     if "speedup" in two:
         lines.append(f"small ops: two contexts at once x{two['speedup']} ({two['sequentialMs']} ms one after the "
-                     f"other, {two['concurrentMs']} ms together, {two['workers']} workers, {two['cores']} cores)")
+                     f"other, {two['concurrentMs']} ms together, medians of {two.get('rounds', 3)} rounds, "
+                     f"{two['workers']} workers, {two['cores']} cores); two bare workers spinning as long in the "
+                     f"same rounds x{two.get('controlSpeedup', '?')}")
     if "createContextMs" in sec:
         lines.append(f"small ops: a second worker costs {sec['addedWasmMiB']} MiB of wasm memory and "
                      f"{sec['createContextMs']} ms on its createContext()")
