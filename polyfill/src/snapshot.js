@@ -1,5 +1,5 @@
 // Pyodide memory snapshots: a copy of the WebAssembly heap taken right after the interpreter has started
-// (before NumPy or py_core are loaded), kept in Cache Storage. Restoring it skips CPython's start-up (about
+// (before NumPy or py_core are loaded), kept in the Origin Private File System (else Cache Storage: snapstore.js). Restoring it skips CPython's start-up (about
 // 2 of the 2.5-3 s a warm loadPyodide takes), for the page's Pyodide and the worker's alike. The worker,
 // which starts first, restores it (or on a first visit makes it) and hands its bytes to the page's Pyodide
 // (runtime.js), which stores a new one: on a first visit CPython starts once, not twice.
@@ -10,7 +10,7 @@
 // snapshot, taken with NumPy imported, whose extension modules relink.js links again (startWithNumpy below). Pyodide checks the snapshot's magic number and build id itself; a snapshot that
 // is missing, truncated, of another build, or fails to start is dropped and the instance boots normally.
 //
-// A first visit finds no snapshot in Cache Storage: it restores the build's own (`prebuilt`, made under Node by
+// A first visit finds no stored snapshot: it restores the build's own (`prebuilt`, made under Node by
 // scripts/make_snapshot.mjs and served gzipped next to the bundle, its sha256 in the asset manifest) instead of
 // starting CPython, and stores it like one made here.  Every visitor of one build restores the same heap: what
 // CPython seeded at start-up is shared, so `random`'s generator is seeded again after every restore (the str and
@@ -20,8 +20,10 @@ import {integrityOf} from './digest.js';
 import {inflate} from './inflate.js';
 import {inServiceWorker} from './load-pyodide.js';
 import {hook, relinkFor} from './relink.js';
+import {dropStored, openCache, readStored, storeKind, writeStored} from './snapstore.js';
 
-const CACHE = 'webnn-polyfill-pyodide-snapshot';
+export {openCache};  // sitecache.js's
+
 const FORMAT = 2;  // bump to orphan snapshots made by older polyfill code (2: keyed by the build's snapshot)
 const SNAPSHOT_MAGIC = 1886286592;  // pyodide.asm.js's snapshot magic number (0.27)
 
@@ -45,32 +47,10 @@ function numpyKey(indexURL, asset) {
   return new URL(`${NUMPY_PREFIX}${asset.sha256}.bin`, indexURL).href;
 }
 
-/** The Cache Storage cache `name` (this module's by default), or null where the page or worker has none. */
-export async function openCache(name = CACHE) {
-  try {
-    // Cache Storage exists only in secure contexts (https, localhost) and not in every private mode.
-    if (typeof caches === 'undefined' || !caches) return null;
-    return await caches.open(name);
-  } catch (e) {
-    return null;
-  }
-}
-
-async function readSnapshot(key) {
-  const cache = await openCache();
-  if (!cache) return null;
-  try {
-    const response = await cache.match(key);
-    if (!response) return null;
-    const bytes = new Uint8Array(await response.arrayBuffer());
-    if (String(bytes.length) !== response.headers.get('x-snapshot-length') || !wellFormed(bytes)) {
-      await cache.delete(key);
-      return null;
-    }
-    return bytes;
-  } catch (e) {
-    return null;
-  }
+// The snapshots' store (snapstore.js: the Origin Private File System, else Cache Storage); an entry of the wrong
+// length, magic number or heap size is dropped as it is read
+function readSnapshot(key) {
+  return readStored(key, wellFormed);
 }
 
 // Pyodide's layout: u32 magic, u32 header size, ..., then the heap, a whole number of 64 KiB wasm pages.
@@ -82,26 +62,12 @@ function wellFormed(bytes) {
   return header[0] === SNAPSHOT_MAGIC && header[1] >= 48 && heap > 0 && heap % 65536 === 0;
 }
 
-async function writeSnapshot(key, bytes, {replacing = null} = {}) {
-  const cache = await openCache();
-  if (!cache) return;
-  try {
-    await cache.put(key, new Response(bytes, {headers: {
-      'content-type': 'application/octet-stream', 'x-snapshot-length': String(bytes.length)}}));
-    // the entries this one replaces (another build's NumPy snapshot: 30 MB each)
-    if (replacing) {
-      for (const request of await cache.keys()) {
-        if (request.url !== key && replacing(request.url)) await cache.delete(request);
-      }
-    }
-  } catch (e) {
-    // quota or storage errors: the next visit boots without a snapshot, as this one did
-  }
+function writeSnapshot(key, bytes, {replacing = null} = {}) {
+  return writeStored(key, bytes, {replacing});  // never rejects
 }
 
-async function dropSnapshot(key) {
-  const cache = await openCache();
-  if (cache) await cache.delete(key).catch(() => {});
+function dropSnapshot(key) {
+  return dropStored(key);
 }
 
 /** The cached snapshot's bytes (or null), read ahead of startPyodide (its `cached` option; `prebuilt`: its
@@ -167,7 +133,7 @@ export async function startPyodide(loadPyodide, version, options,
       console.warn(`WebNN polyfill: the worker's Pyodide snapshot did not restore: ${e && e.message ? e.message : e}`);
     }
   }
-  const cached = await openCache();
+  const cached = await storeKind();
   const key = cached ? snapshotKey(options.indexURL, version || 'unknown', prebuilt) : null;
   if (cached && use) {
     const bytes = await (prefetched || readSnapshot(key));
@@ -211,7 +177,7 @@ async function startWithNumpy(loadPyodide, options, {asset, lockSha256, cached: 
   const [lock, cachedBytes] = await Promise.all([lockSha256, prefetched]);
   if (cachedBytes) mark('snapshotRead');
   if (!asset || !asset.relink || lock !== asset.numpySha256 || !await hooked(options.indexURL)) return null;
-  const key = await openCache() ? numpyKey(options.indexURL, asset) : null;  // none without Cache Storage
+  const key = await storeKind() ? numpyKey(options.indexURL, asset) : null;  // none without a store
   const from = cachedBytes ? 'loaded' : 'prebuilt';
   const bytes = cachedBytes ? Promise.resolve(cachedBytes)
     : fetchPrebuilt(asset).then((b) => { mark('snapshotFetched'); return b; });

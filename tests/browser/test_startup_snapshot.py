@@ -1,8 +1,8 @@
 """Startup from a Pyodide memory snapshot (polyfill/src/snapshot.js): on the first visit the worker's Pyodide
 restores the build's NumPy snapshot (scripts/make_snapshot.mjs: NumPy imported, its extension modules relinked by
 polyfill/src/relink.js) and stores it, and the page's restores the build's bare one and stores it; the next visit
-restores both from Cache Storage.  Without the NumPy snapshot (?numpysnapshot=0, or a damaged one) the worker
-restores the bare one and hands it to the page; without any build snapshot the worker makes one.  A damaged
+restores both from the Origin Private File System (Cache Storage with the switch: polyfill/src/snapstore.js).
+Without the NumPy snapshot (?numpysnapshot=0, or a damaged one) the worker restores the bare one and hands it to the page; without any build snapshot the worker makes one.  A damaged
 cached snapshot is dropped (and replaced), a damaged build asset is not used."""
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ pytestmark = pytest.mark.browser
 
 BOOT_MS = 240_000
 
-VISIT = """async () => {
+VISIT_JS = """async () => {
+  const STORED = STORED_JS;
   const ctx = await navigator.ml.createContext();
   const b = new MLGraphBuilder(ctx);
   const desc = {dataType: 'float32', shape: [4]};
@@ -41,26 +42,70 @@ VISIT = """async () => {
     want.push('webnn-snapshot-v');
   }
   if (numpy && snapshot.worker === 'prebuilt') want.push('webnn-snapshot-numpy-');
-  const cache = await caches.open('webnn-polyfill-pyodide-snapshot');
   for (let i = 0; i < 200; i++) {
-    const urls = (await cache.keys()).map((r) => r.url);
-    if (want.every((w) => urls.some((u) => u.includes(w)))) break;
+    const names = await STORED();
+    if (want.every((w) => names.some((u) => u.includes(w)))) break;
     await new Promise((r) => setTimeout(r, 50));
   }
   return {y, snapshot: {...snapshot, numpy, wasm: webnnPolyfill.bootTimings.wasm},
     imported: webnnPolyfill.bootTimings.imported};
 }"""
 
-DAMAGE = """async ([mode, which]) => {
+# The snapshots' entries in either store (polyfill/src/snapstore.js): OPFS file names (the keys, URI-encoded;
+# writes under way left out) and Cache Storage keys.
+STORED_JS = """async () => {
+  const names = [];
+  try {
+    const dir = await (await navigator.storage.getDirectory()).getDirectoryHandle('webnn-polyfill-pyodide-snapshot');
+    for await (const name of dir.keys()) if (!name.includes('.part-')) names.push(decodeURIComponent(name));
+  } catch (e) {}
   const cache = await caches.open('webnn-polyfill-pyodide-snapshot');
-  const key = (await cache.keys()).find((r) => r.url.includes(which));
-  let bytes = new Uint8Array(await (await cache.match(key)).arrayBuffer());
-  if (mode === 'magic') bytes[0] ^= 0xff;
-  if (mode === 'build-id') bytes[20] ^= 0xff;
-  if (mode === 'truncated') bytes = bytes.slice(0, bytes.length - 4096);
-  await cache.put(key, new Response(bytes, {headers: {'x-snapshot-length': String(bytes.length)}}));
+  return names.concat((await cache.keys()).map((r) => r.url));
 }"""
 
+# Damages the stored snapshot whose key holds `which`, where it is (OPFS: a snapshot, then its trailer of length
+# and magic; Cache Storage: a response with its length in a header); 'torn': an OPFS file cut short, trailer and
+# all, as a write cut off would leave it.  Resolves to the store it damaged.
+DAMAGE = """async ([mode, which]) => {
+  const change = (bytes) => {
+    if (mode === 'magic') bytes[0] ^= 0xff;
+    if (mode === 'build-id') bytes[20] ^= 0xff;
+    if (mode === 'truncated') bytes = bytes.slice(0, bytes.length - 4096);
+    return bytes;
+  };
+  let dir = null;
+  try {
+    dir = await (await navigator.storage.getDirectory()).getDirectoryHandle('webnn-polyfill-pyodide-snapshot');
+  } catch (e) {}
+  const names = [];
+  if (dir) for await (const name of dir.keys()) names.push(name);
+  const name = names.find((n) => decodeURIComponent(n).includes(which) && !n.includes('.part-'));
+  if (name) {
+    const handle = await dir.getFileHandle(name);
+    const file = new Uint8Array(await (await handle.getFile()).arrayBuffer());
+    let out;
+    if (mode === 'torn') {
+      out = file.slice(0, file.length - 65536 - 8);
+    } else {
+      const bytes = change(file.slice(0, file.length - 8));
+      out = new Uint8Array(bytes.length + 8);
+      out.set(bytes);
+      new Uint32Array(out.buffer, bytes.length, 2).set([bytes.length, 0x534e4e57]);
+    }
+    const w = await handle.createWritable();
+    await w.write(out);
+    await w.close();
+    return 'opfs';
+  }
+  const cache = await caches.open('webnn-polyfill-pyodide-snapshot');
+  const key = (await cache.keys()).find((r) => r.url.includes(which));
+  const bytes = change(new Uint8Array(await (await cache.match(key)).arrayBuffer()));
+  await cache.put(key, new Response(bytes, {headers: {'x-snapshot-length': String(bytes.length)}}));
+  return 'cache';
+}"""
+
+
+VISIT = VISIT_JS.replace("STORED_JS", STORED_JS, 1)
 
 # the page's switch, for its Pyodide and the worker's (a worker's own: its URL's ?prebuilt=0)
 PREBUILT_OFF = "window.WEBNN_POLYFILL_CONFIG = {prebuiltSnapshot: false};"
@@ -80,35 +125,47 @@ def _visit(context: Any, url: str, wasms: set[str], expected_error: str = "", im
     return snapshot
 
 
+# the stores a test runs with (polyfill/src/snapstore.js): the Origin Private File System, and Cache Storage (the
+# page's WEBNN_POLYFILL_CONFIG.opfs = false, the worker's ?opfs=0)
+STORES = ("opfs", "cache")
+
+
+@pytest.mark.parametrize("store", STORES)
 def test_second_visit_restores_the_snapshot_and_a_damaged_one_is_replaced(browser: Any, browser_name: str,
-                                                                          dev_server: str) -> None:
+                                                                          dev_server: str, store: str) -> None:
     # the page's Pyodide instantiates the worker's compiled pyodide.asm.wasm and restores its snapshot; Firefox's
-    # page compiles its own and, on a return visit, reads the cache itself (runtime.js handOverWhat)
+    # page compiles its own and, on a return visit, reads the stored one itself (runtime.js handOverWhat)
     chromium = browser_name == "chromium"
     wasms = {"handed"} if chromium else {"compiled"}
     again = "handed" if chromium else "loaded"
     context = browser.new_context()
-    context.add_init_script(PREBUILT_OFF)  # a first visit that makes its snapshot
+    if store == "opfs":
+        context.add_init_script(PREBUILT_OFF)  # a first visit that makes its snapshot
+    else:
+        context.add_init_script("window.WEBNN_POLYFILL_CONFIG = {prebuiltSnapshot: false, opfs: false, "
+                                f"workerURL: '{dev_server}/polyfill/webnn-worker.js?opfs=0'}};")
     try:
         url = f"{dev_server}/test/smoke.html"
         bare = {"numpy": False}
         assert _visit(context, url, wasms) == {"page": "handed", "worker": "made", **bare}
         assert _visit(context, url, wasms) == {"page": again, "worker": "loaded", **bare}
-        for mode in ("magic", "build-id", "truncated"):
-            _damage(context, url, mode, "webnn-snapshot-v")
+        # 'torn': a file cut short with its trailer (OPFS only: a cached response is stored whole or not at all)
+        for mode in ("magic", "build-id", "truncated") + (("torn",) if store == "opfs" else ()):
+            assert _damage(context, url, mode, "webnn-snapshot-v") == store, mode
             assert _visit(context, url, wasms) == {"page": "handed", "worker": "made", **bare}, mode
             assert _visit(context, url, wasms) == {"page": again, "worker": "loaded", **bare}, mode
     finally:
         context.close()
 
 
-def _damage(context: Any, url: str, mode: str, which: str) -> None:
-    """Damages context's cached snapshot whose key holds `which` ('webnn-snapshot-v': the bare one,
-    'webnn-snapshot-numpy-': the worker's NumPy snapshot)."""
+def _damage(context: Any, url: str, mode: str, which: str) -> str:
+    """Damages context's stored snapshot whose key holds `which` ('webnn-snapshot-v': the bare one,
+    'webnn-snapshot-numpy-': the worker's NumPy snapshot); returns the store it was in ('opfs' or 'cache')."""
     page = context.new_page()
     page.goto(url)
-    page.evaluate(DAMAGE, [mode, which])
+    where: str = page.evaluate(DAMAGE, [mode, which])
     page.close()
+    return where
 
 
 def _asset(name: str = "pyodide-snapshot") -> tuple[dict[str, Any], bytes]:
@@ -138,11 +195,11 @@ def test_first_visit_restores_the_build_snapshots(browser: Any, browser_name: st
         assert _visit(context, url, wasms, imported=core) == {"page": "loaded", "worker": "loaded", "numpy": True}
         # a damaged cached NumPy snapshot is dropped: one that fails its checks before the restore gives way to
         # the build's again, one that fails in the restore (another build's) to the bare snapshot
-        _damage(context, url, "magic", "webnn-snapshot-numpy-")
+        assert _damage(context, url, "magic", "webnn-snapshot-numpy-") == "opfs"
         assert _visit(context, url, wasms) == {"page": "loaded", "worker": "prebuilt", "numpy": True}
         # (the page's Pyodide started as the worker's module was compiled, before the worker fell back: it reads
         # its own)
-        _damage(context, url, "build-id", "webnn-snapshot-numpy-")
+        assert _damage(context, url, "build-id", "webnn-snapshot-numpy-") == "opfs"
         assert _visit(context, url, wasms) == {"page": "loaded", "worker": "loaded", "numpy": False}
         assert _visit(context, url, wasms) == {"page": "loaded", "worker": "prebuilt", "numpy": True}
     finally:
