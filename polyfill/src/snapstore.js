@@ -97,9 +97,10 @@ async function readFile(handle) {
   if (typeof handle.createSyncAccessHandle === 'function' && typeof document === 'undefined') {
     let access = null;
     try {
-      access = await handle.createSyncAccessHandle();
+      // read-only (Chromium): two tabs' workers may read at once; an engine without the mode locks it
+      access = await handle.createSyncAccessHandle({mode: 'read-only'});
     } catch (e) {
-      access = null;  // held by another reader (two tabs' workers): read the file as a blob instead
+      access = null;  // locked by another tab's worker: read the file as a blob instead
     }
     if (access) {
       try {

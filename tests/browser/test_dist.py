@@ -42,8 +42,16 @@ RUN = """async () => {
   const y = Array.from(new Float32Array(await ctx.readTensor(yt)));
   const snapshot = {...webnnPolyfill.bootTimings.snapshot, numpy: webnnPolyfill.bootTimings.numpySnapshot};
   // both new snapshots are stored in the background (the page's and the worker's NumPy one): wait for them
-  const cache = await caches.open('webnn-polyfill-pyodide-snapshot');
-  for (let i = 0; snapshot.page === 'prebuilt' && i < 200 && (await cache.keys()).length < 2; i++) {
+  // (in the Origin Private File System, else Cache Storage: polyfill/src/snapstore.js; writes under way left out)
+  const stored = async () => {
+    let n = 0;
+    try {
+      const dir = await (await navigator.storage.getDirectory()).getDirectoryHandle('webnn-polyfill-pyodide-snapshot');
+      for await (const name of dir.keys()) n += name.includes('.part-') ? 0 : 1;
+    } catch (e) {}
+    return n + (await (await caches.open('webnn-polyfill-pyodide-snapshot')).keys()).length;
+  };
+  for (let i = 0; snapshot.page === 'prebuilt' && i < 200 && await stored() < 2; i++) {
     await new Promise((r) => setTimeout(r, 50));
   }
   return {y, snapshot, wasm: webnnPolyfill.bootTimings.wasm, isolated: self.crossOriginIsolated, config: webnnPolyfill.config,
