@@ -2,8 +2,9 @@
 restores the build's NumPy snapshot (scripts/make_snapshot.mjs: NumPy imported, its extension modules relinked by
 polyfill/src/relink.js) and stores it, and the page's restores the build's bare one and stores it; the next visit
 restores both from the Origin Private File System (Cache Storage with the switch: polyfill/src/snapstore.js).
-Without the NumPy snapshot (?numpysnapshot=0, or a damaged one) the worker restores the bare one and hands it to the page; without any build snapshot the worker makes one.  A damaged
-cached snapshot is dropped (and replaced), a damaged build asset is not used."""
+Without the NumPy snapshot (?numpysnapshot=0, or a damaged one) the worker restores the bare one and hands it to
+the page; without any build snapshot the worker makes one.  A damaged stored snapshot is dropped (and replaced), a
+damaged build asset is not used."""
 
 from __future__ import annotations
 
