@@ -79,8 +79,9 @@ export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}
   // the build's NumPy snapshot (the worker's), tried before the bare one: its cached copy read ahead instead
   const numpyAsset = numpy && snapshot.use && fetchable(indexURL) ? snapshot.numpyAsset || null : null;
   if (numpyAsset) {
+    // (NumPy's modules compile once pyodide.asm.wasm's early compile is done: relink.js relinkFor `after`)
     snapshot = {...snapshot, numpy: {asset: numpyAsset, lockSha256: numpyLock,
-      cached: early && version ? prefetchSnapshot(indexURL, version, numpyAsset) : null}};
+      cached: early && version ? prefetchSnapshot(indexURL, version, numpyAsset) : null, compileAfter: started0.module}};
   } else if (early && snapshot.use && !snapshot.given && version && fetchable(indexURL)) {
     snapshot = {...snapshot, cached: prefetchSnapshot(indexURL, version, null, snapshot.prebuilt)};
   }

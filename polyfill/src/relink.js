@@ -101,27 +101,32 @@ export function hook() {
  * off this thread: SpiderMonkey compiles all of a module up front, 180-470 ms of Firefox's worker for NumPy's
  * three when the relink did it) while pyodide.asm.wasm is instantiated: the hooked module factory awaits them
  * before the restore (they were awaited here, before the factory was called, until session 8: 300-400 ms of
- * Firefox's warm start).  One that did not compile is compiled by the relink itself, synchronously;
- * `precompile: false`: all of them (make_snapshot.mjs's self-test runs both ways). */
-export async function relinkFor(bytes, rec, {precompile = true} = {}) {
+ * Firefox's warm start).  `after`: a promise the compiles wait for (pyodide.asm.wasm's own early compile: begun
+ * beside it, SpiderMonkey finished NumPy's three 250-400 ms later than begun after it, once the snapshot came from
+ * the Origin Private File System at 100-150 ms instead of 270 ms).  One that did not compile is compiled by the
+ * relink itself, synchronously; `precompile: false`: all of them (make_snapshot.mjs's self-test runs both ways). */
+export async function relinkFor(bytes, rec, {precompile = true, after = null} = {}) {
   const compiled = rec.handles.map(() => null);
-  const compiling = [];
-  try {
-    if (!precompile) throw new Error('compiled at the relink');
-    const heap = heapOf(bytes);
-    const words = new Uint32Array(heap.buffer, heap.byteOffset, heap.length >> 2);
-    rec.handles.forEach((handle, i) => {
-      // struct dso: file_data at +28, file_data_size at +32 (the bytes dlopen read the module from)
-      const data = words[(handle + 28) >> 2];
-      const size = words[(handle + 32) >> 2];
-      if (!data || !size || data + size > heap.length) return;
-      compiling.push(WebAssembly.compile(heap.subarray(data, data + size)).then((m) => { compiled[i] = m; }, () => {}));
-    });
-  } catch (e) {
-    // compiled synchronously at the relink instead
-  }
+  const compileAll = () => {
+    const compiling = [];
+    try {
+      if (!precompile) throw new Error('compiled at the relink');
+      const heap = heapOf(bytes);
+      const words = new Uint32Array(heap.buffer, heap.byteOffset, heap.length >> 2);
+      rec.handles.forEach((handle, i) => {
+        // struct dso: file_data at +28, file_data_size at +32 (the bytes dlopen read the module from)
+        const data = words[(handle + 28) >> 2];
+        const size = words[(handle + 32) >> 2];
+        if (!data || !size || data + size > heap.length) return;
+        compiling.push(WebAssembly.compile(heap.subarray(data, data + size)).then((m) => { compiled[i] = m; }, () => {}));
+      });
+    } catch (e) {
+      // compiled synchronously at the relink instead
+    }
+    return Promise.all(compiling);
+  };
   relinks.set(bytes, {...rec, compiled});
-  compiles = Promise.all(compiling);
+  compiles = after ? Promise.resolve(after).catch(() => {}).then(compileAll) : compileAll();
   return bytes;
 }
 

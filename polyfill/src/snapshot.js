@@ -106,7 +106,7 @@ export async function fetchPrebuilt({url, sha256, size}) {
  * With `make`, an instance that booted without one takes one (before anything else runs in it) and, with `store`,
  * stores it for the next visit.  `prebuilt` ({url, sha256, size}: fetchPrebuilt) is restored, and stored like a
  * snapshot made here, when no cached one was (`use`); `mark('snapshotFetched')` once its bytes are inflated.
- * `numpy` ({asset, lockSha256, cached}: the build's NumPy snapshot, a promise of the NumPy sha256 in the lock file
+ * `numpy` ({asset, lockSha256, cached, compileAfter}: the build's NumPy snapshot, a promise of the NumPy sha256 in the lock file
  * this Pyodide reads, and prefetchSnapshot's promise of its cached copy) is tried first, when `use`: the cached
  * copy, else the asset (stored once restored), where the lock names the NumPy it holds.
  * Resolves to {py, snapshot, bytes, numpy}: snapshot is 'handed' (from `given`), 'loaded' (from the cache),
@@ -173,7 +173,7 @@ export async function startPyodide(loadPyodide, version, options,
 // From the build's NumPy snapshot (relink.js): its cached copy, else the asset, fetched and stored; null when it
 // does not apply (another NumPy in the lock, no module factory to hook) or does not restore (dropped from the
 // cache; the caller then boots from the bare snapshot).
-async function startWithNumpy(loadPyodide, options, {asset, lockSha256, cached: prefetched}, mark) {
+async function startWithNumpy(loadPyodide, options, {asset, lockSha256, cached: prefetched, compileAfter}, mark) {
   const [lock, cachedBytes] = await Promise.all([lockSha256, prefetched]);
   if (cachedBytes) mark('snapshotRead');
   if (!asset || !asset.relink || lock !== asset.numpySha256 || !await hooked(options.indexURL)) return null;
@@ -182,7 +182,8 @@ async function startWithNumpy(loadPyodide, options, {asset, lockSha256, cached: 
   const bytes = cachedBytes ? Promise.resolve(cachedBytes)
     : fetchPrebuilt(asset).then((b) => { mark('snapshotFetched'); return b; });
   try {
-    const py = await restore(loadPyodide, options, bytes.then((b) => relinkFor(b, asset.relink)), {numpy: true});
+    const py = await restore(loadPyodide, options, bytes.then((b) => relinkFor(b, asset.relink, {after: compileAfter})),
+      {numpy: true});
     // stored here whatever `store` says: no other Pyodide restores it (the worker hands the page nothing of it)
     if (from === 'prebuilt' && key) {
       writeSnapshot(key, await bytes, {replacing: (url) => url.includes(NUMPY_PREFIX)});  // not awaited
