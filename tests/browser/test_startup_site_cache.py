@@ -207,8 +207,9 @@ def test_stdlibcode_0_stores_no_standard_library_code(browser: Any, dev_server: 
 def test_numpy_files_come_after_the_init_reply_or_before_it(browser: Any, dev_server: str) -> None:
     """Where NumPy comes imported with the worker's snapshot and its files are not cached, they are written after
     the worker's init reply (every request waits for them: lazy imports read them) and their entry is stored;
-    ?defernumpy=0 writes them before the reply.  Both ways the next visit restores the entry."""
-    for query in ("", "?defernumpy=0"):
+    ?defernumpy=0 writes them before the reply (Firefox's default), =1 after it.  Both ways the next visit restores
+    the entry."""
+    for query in ("?defernumpy=1", "?defernumpy=0"):
         url = f"{dev_server}/perf/{query}"
         context = browser.new_context()
         try:
@@ -242,7 +243,7 @@ def test_numpy_files_that_cannot_be_installed_fail_the_first_request_clearly(bro
     context = browser.new_context()
     context.route("**/numpy-*.whl", lambda route: route.fulfill(status=404, body="gone"))
     try:
-        page, _ = open_page(context, f"{dev_server}/perf/", BOOT_MS)
+        page, _ = open_page(context, f"{dev_server}/perf/?defernumpy=1", BOOT_MS)
         got = page.evaluate(FAILED_BUILD)
         assert got["built"] != "built", got
         assert "NumPy's files could not be installed: HTTP 404" in (got["lost"] or ""), got
