@@ -186,9 +186,9 @@ def data_path(page: Any, reps: int = 15, mbs: tuple[int, ...] = (1, 4)) -> dict[
     return {size: {k: _summary(v) for k, v in runs.items()} for size, runs in r.items()}
 
 
-TWO_CONTEXTS_JS = r"""
-async ({reps, n, rounds}) => {
-  const P = webnnPolyfill;
+# One context with the two_contexts graph (four n x n matmul + relu steps) and its run(k): k dispatches, then a
+# read; warmed up by two runs (shared with scripts/two_contexts_cpu.py)
+CONTEXT_SETUP_JS = r"""
   async function setup() {
     const ctx = await P.ml.createContext();
     const b = new P.MLGraphBuilder(ctx);
@@ -207,6 +207,12 @@ async ({reps, n, rounds}) => {
     await run(2);
     return {ctx, run};
   }
+"""
+
+TWO_CONTEXTS_JS = r"""
+async ({reps, n, rounds}) => {
+  const P = webnnPolyfill;
+""" + CONTEXT_SETUP_JS + r"""
   // The control: two bare workers spinning a fixed JavaScript loop, one after the other, then both at once.  Their
   // ratio is how much of a second core this machine gave at that moment (on the shared 2-vCPU VM anything from 1
   // to 2), which the contexts' ratio is read against.

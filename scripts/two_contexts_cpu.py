@@ -23,26 +23,15 @@ from typing import Any
 
 sys.path.insert(0, os.getcwd())
 
+from bench_dispatch import CONTEXT_SETUP_JS  # noqa: E402  (this script's folder is on sys.path)
+
 SETUP_JS = r"""
 async ({n}) => {
   const P = webnnPolyfill;
   // as the bench's page: a second context while the first is alive starts the second worker first
   const c1 = await P.ml.createContext(), c2 = await P.ml.createContext();
   c1.destroy(); c2.destroy();
-  async function setup() {
-    const ctx = await P.ml.createContext();
-    const b = new P.MLGraphBuilder(ctx);
-    const desc = {dataType: 'float32', shape: [n, n]};
-    const w = b.constant(desc, new Float32Array(n * n).fill(1 / n));
-    let h = b.input('x', desc);
-    for (let i = 0; i < 4; i++) h = b.relu(b.matmul(h, w));
-    const graph = await b.build({y: h});
-    const x = await ctx.createTensor({...desc, writable: true});
-    const y = await ctx.createTensor({...desc, readable: true});
-    ctx.writeTensor(x, new Float32Array(n * n).fill(0.5));
-    return async (k) => { for (let i = 0; i < k; i++) ctx.dispatch(graph, {x}, {y}); await ctx.readTensor(y); };
-  }
-  window.__two = [await setup(), await setup()];
+""" + CONTEXT_SETUP_JS + r"""  window.__two = [(await setup()).run, (await setup()).run];
   for (let i = 0; i < 2; i++) await Promise.all(window.__two.map((run) => run(10)));
   return (await P.workerStats()).workers;
 }
