@@ -143,8 +143,9 @@ export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}
 // dropped before anything imports them, so that this boot's own wheel is imported from its files.  Returns the
 // top-level packages kept.
 export function dropStaleImports(py, wheels) {
-  const want = JSON.stringify(wheels.map((w) => w.sha256));
-  return JSON.parse(py.runPython(`import sys, json
+  // (no import here but sys: a boot that imports, say, json before stdlibpyc.js's hook would compile it unrecorded)
+  const want = wheels.map((w) => String(w.sha256).replace(/[^0-9a-f]/gi, ''));
+  const kept = py.runPython(`import sys
 def _webnn_drop(want):
     held = getattr(sys, '_webnn_snapshot_wheels', None) or {}
     for top, sha in list(held.items()):
@@ -152,12 +153,13 @@ def _webnn_drop(want):
             for name in [m for m in sys.modules if m == top or m.startswith(top + '.')]:
                 del sys.modules[name]
             del held[top]
-    return json.dumps(sorted(held))
+    return ','.join(sorted(held))
 try:
-    _webnn_kept = _webnn_drop(set(json.loads('${want}')))
+    _webnn_kept = _webnn_drop(${JSON.stringify(want)})
 finally:
     del _webnn_drop
-_webnn_kept`));
+_webnn_kept`);
+  return kept ? kept.split(',') : [];
 }
 
 // The restore's longest steps started at once, side by side with importing pyodide.mjs and reading the snapshot
