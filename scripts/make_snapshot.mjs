@@ -59,14 +59,14 @@ function upToDate(inputs, metaFile, gzFile) {
   }
 }
 
-// The core wheel ({file, sha256, bytes}) or null, unpacked into site-packages as the browser's install does (same
-// paths) and imported by `imports` (Python) before a snapshot is taken
+// The core wheel given by --core-wheel ({sha256, bytes}), or null
 function coreWheel() {
   if (!coreWheelFile) return null;
   const bytes = fs.readFileSync(coreWheelFile);
-  return {file: coreWheelFile, sha256: sha256(bytes), bytes};
+  return {sha256: sha256(bytes), bytes};
 }
 
+// A wheel unpacked into py's site-packages, as the browser's install does (same paths)
 function unpackWheel(py, bytes, name) {
   py.FS.writeFile(`/tmp/${name}`, bytes);
   py.runPython(`import zipfile, sysconfig

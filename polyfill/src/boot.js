@@ -9,7 +9,7 @@
 // runners, scripts/pyodide_node.mjs).
 
 import {isSha256} from './digest.js';
-import {importPyodide, inServiceWorker} from './load-pyodide.js';
+import {importPyodide, inFirefox, inServiceWorker} from './load-pyodide.js';
 import {prefetchSnapshot, startPyodide} from './snapshot.js';
 import {installNumpy, installWheel, numpyLockEntry} from './wheels.js';
 import {STDLIB_CODE_FILE, hookStdlib, saveStdlib} from './stdlibpyc.js';
@@ -176,8 +176,7 @@ function startEarly(indexURL, given, compile = false) {
   const script = inServiceWorker() || typeof globalThis._createPyodideModule === 'function' ? Promise.resolve()
     : import(/* webpackIgnore: true */ indexURL + 'pyodide.asm.js').catch(() => {});
   const url = new URL('pyodide.asm.wasm', indexURL).href;
-  const firefox = typeof navigator !== 'undefined' && /\bFirefox\//.test(navigator.userAgent || '');
-  const module = !(firefox || compile) || given || modules.has(url) || !wa || typeof wa.compileStreaming !== 'function' ? null
+  const module = !(inFirefox() || compile) || given || modules.has(url) || !wa || typeof wa.compileStreaming !== 'function' ? null
     : wa.compileStreaming(fetch(url)).catch(() => null);
   return {script, module};
 }

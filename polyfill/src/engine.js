@@ -5,6 +5,7 @@
 // same messages, transfers and order either way.
 
 import {bootPyodide} from './boot.js';
+import {inFirefox} from './load-pyodide.js';
 import {lastRelink} from './relink.js';
 import {byteLengthOf} from './buffers.js';
 import {installWheel} from './wheels.js';
@@ -72,10 +73,6 @@ export function createEngine({post, close, switches}) {
       const why = e && e.message ? e.message : e;
       console.warn(`WebNN polyfill: SciPy BLAS unavailable, matrix products stay on NumPy: ${why}`);
     }
-  }
-
-  function inFirefox() {
-    return typeof navigator !== 'undefined' && /\bFirefox\//.test(navigator.userAgent || '');
   }
 
   async function init(msg) {

@@ -26,6 +26,12 @@ export function inServiceWorker() {
   return typeof ServiceWorkerGlobalScope !== 'undefined' && globalThis instanceof ServiceWorkerGlobalScope;
 }
 
+/** True in Firefox (a page or a worker): where its engine was measured to need another path (boot.js, runtime.js,
+ * engine.js say why at each use). */
+export function inFirefox() {
+  return typeof navigator !== 'undefined' && /\bFirefox\//.test(navigator.userAgent || '');
+}
+
 /**
  * In a classic service worker, while its script first runs: import pyodide.js and pyodide.asm.js now, the only
  * time importScripts may fetch them. Returns null, or why it could not (a module service worker has no

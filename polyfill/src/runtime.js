@@ -6,6 +6,7 @@
 import {errorFromJson} from './errors.js';
 import {WorkerClient} from './rpc.js';
 import {bootPyodide} from './boot.js';
+import {inFirefox} from './load-pyodide.js';
 import {stdlibUsed} from './stdlibpyc.js';
 
 // the page's Pyodide waits at most this long for the worker's to start and hand it its compiled wasm and
@@ -20,7 +21,7 @@ const STAGES = ['manifest', 'page-runtime', 'page-core', 'worker-runtime', 'work
 // worker's copy of the cached snapshot than reading the cache itself. So Firefox gets only a snapshot the worker
 // has just made (a first visit, where it spares the page's CPython start).
 function handOverWhat() {
-  const firefox = typeof navigator !== 'undefined' && /\bFirefox\//.test(navigator.userAgent || '');
+  const firefox = inFirefox();
   return {module: !firefox, cachedSnapshot: !firefox};
 }
 

@@ -21,7 +21,7 @@
 // none, then stores a fresh entry.  No Cache Storage (plain http, some private modes): nothing is kept.
 
 import {hex} from './digest.js';
-import {openCache} from './snapshot.js';
+import {openCache} from './snapstore.js';
 
 const CACHE = 'webnn-polyfill-site';
 const FORMAT = 2;  // bump to orphan entries made by older polyfill code (1: one entry of all the wheels)

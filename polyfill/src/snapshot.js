@@ -1,14 +1,16 @@
 // Pyodide memory snapshots: a copy of the WebAssembly heap taken right after the interpreter has started
-// (before NumPy or py_core are loaded), kept in the Origin Private File System (else Cache Storage: snapstore.js). Restoring it skips CPython's start-up (about
-// 2 of the 2.5-3 s a warm loadPyodide takes), for the page's Pyodide and the worker's alike. The worker,
+// (before NumPy or py_core are loaded), kept in the Origin Private File System (else Cache Storage: snapstore.js).
+// Restoring it skips CPython's start-up (about 2 of the 2.5-3 s a warm loadPyodide takes), for the page's Pyodide
+// and the worker's alike. The worker,
 // which starts first, restores it (or on a first visit makes it) and hands its bytes to the page's Pyodide
 // (runtime.js), which stores a new one: on a first visit CPython starts once, not twice.
 //
 // Pyodide 0.27 has the (underscore, experimental) loadPyodide options `_makeSnapshot` / `_loadSnapshot`. These
 // snapshots hold only the bare interpreter, and site-packages lives in the JS file system, outside the heap, so
 // both instances still install their packages after a restore.  The worker first tries the build's second
-// snapshot, taken with NumPy imported, whose extension modules relink.js links again (startWithNumpy below). Pyodide checks the snapshot's magic number and build id itself; a snapshot that
-// is missing, truncated, of another build, or fails to start is dropped and the instance boots normally.
+// snapshot, taken with NumPy imported, whose extension modules relink.js links again (startWithNumpy below).
+// Pyodide checks the snapshot's magic number and build id itself; a snapshot that is missing, truncated, of
+// another build, or fails to start is dropped and the instance boots normally.
 //
 // A first visit finds no stored snapshot: it restores the build's own (`prebuilt`, made under Node by
 // scripts/make_snapshot.mjs and served gzipped next to the bundle, its sha256 in the asset manifest) instead of
@@ -20,9 +22,7 @@ import {integrityOf} from './digest.js';
 import {inflate} from './inflate.js';
 import {inServiceWorker} from './load-pyodide.js';
 import {hook, relinkFor} from './relink.js';
-import {dropStored, openCache, readStored, storeKind, writeStored} from './snapstore.js';
-
-export {openCache};  // sitecache.js's
+import {dropStored, readStored, storeKind, writeStored} from './snapstore.js';
 
 const FORMAT = 2;  // bump to orphan snapshots made by older polyfill code (2: keyed by the build's snapshot)
 const SNAPSHOT_MAGIC = 1886286592;  // pyodide.asm.js's snapshot magic number (0.27)
@@ -60,14 +60,6 @@ function wellFormed(bytes) {
   const header = new Uint32Array(bytes.buffer, bytes.byteOffset, 2);
   const heap = bytes.length - header[1];
   return header[0] === SNAPSHOT_MAGIC && header[1] >= 48 && heap > 0 && heap % 65536 === 0;
-}
-
-function writeSnapshot(key, bytes, {replacing = null} = {}) {
-  return writeStored(key, bytes, {replacing});  // never rejects
-}
-
-function dropSnapshot(key) {
-  return dropStored(key);
 }
 
 /** The cached snapshot's bytes (or null), read ahead of startPyodide (its `cached` option; `prebuilt`: its
@@ -126,7 +118,7 @@ export async function startPyodide(loadPyodide, version, options,
       // a snapshot the worker just made, stored from here: the worker's thread is busy with NumPy and the
       // core for seconds, which held its write back until the page was gone (Firefox)
       if (givenNew) {  // none without a cache
-        writeSnapshot(snapshotKey(options.indexURL, version || 'unknown', prebuilt), given, {replacing: otherBare});
+        writeStored(snapshotKey(options.indexURL, version || 'unknown', prebuilt), given, {replacing: otherBare});
       }
       return {py, snapshot: 'handed', bytes: given};
     } catch (e) {
@@ -142,7 +134,7 @@ export async function startPyodide(loadPyodide, version, options,
         return {py: await restore(loadPyodide, options, bytes), snapshot: 'loaded', bytes};
       } catch (e) {
         console.warn(`WebNN polyfill: dropping an unusable Pyodide snapshot: ${e && e.message ? e.message : e}`);
-        await dropSnapshot(key);
+        await dropStored(key);
       }
     }
   }
@@ -152,7 +144,7 @@ export async function startPyodide(loadPyodide, version, options,
     try {
       const py = await restore(loadPyodide, options, fetching);
       const bytes = await fetching;
-      if (cached && store) writeSnapshot(key, bytes, {replacing: otherBare});  // not awaited, as below
+      if (cached && store) writeStored(key, bytes, {replacing: otherBare});  // not awaited, as below
       return {py, snapshot: 'prebuilt', bytes};
     } catch (e) {
       console.warn(`WebNN polyfill: the build's Pyodide snapshot is not usable: ${e && e.message ? e.message : e}`);
@@ -163,7 +155,7 @@ export async function startPyodide(loadPyodide, version, options,
   try {
     const bytes = py.makeMemorySnapshot();
     // not awaited: storing 20 MB must not delay the boot
-    if (cached && store) writeSnapshot(key, bytes, {replacing: otherBare});
+    if (cached && store) writeStored(key, bytes, {replacing: otherBare});
     return {py, snapshot: 'made', bytes};
   } catch (e) {
     return {py, snapshot: 'none', bytes: null};  // an instance that cannot be snapshotted still works
@@ -186,12 +178,12 @@ async function startWithNumpy(loadPyodide, options, {asset, lockSha256, cached: 
       {numpy: true});
     // stored here whatever `store` says: no other Pyodide restores it (the worker hands the page nothing of it)
     if (from === 'prebuilt' && key) {
-      writeSnapshot(key, await bytes, {replacing: (url) => url.includes(NUMPY_PREFIX)});  // not awaited
+      writeStored(key, await bytes, {replacing: (url) => url.includes(NUMPY_PREFIX)});  // not awaited
     }
     return {py, snapshot: from, bytes: null, numpy: true};
   } catch (e) {
     console.warn(`WebNN polyfill: the NumPy snapshot did not restore: ${e && e.message ? e.message : e}`);
-    if (from === 'loaded' && key) await dropSnapshot(key);
+    if (from === 'loaded' && key) await dropStored(key);
     return null;
   }
 }

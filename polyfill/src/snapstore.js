@@ -11,6 +11,8 @@
 // and moved into place, so two tabs writing at once each replace the whole file, and a reader sees one or the
 // other.  File names are the keys (URLs), URI-encoded.
 
+import {inServiceWorker} from './load-pyodide.js';
+
 const CACHE = 'webnn-polyfill-pyodide-snapshot';
 const DIR = 'webnn-polyfill-pyodide-snapshot';
 const TRAILER_MAGIC = 0x534e4e57;  // 'WNNS', little-endian
@@ -50,7 +52,7 @@ async function openDirectory() {
     const storage = typeof navigator !== 'undefined' ? navigator.storage : null;
     if (!storage || typeof storage.getDirectory !== 'function') return null;
     // a service worker: no sync access handle, and Firefox refuses OPFS there in some versions
-    if (typeof ServiceWorkerGlobalScope !== 'undefined' && globalThis instanceof ServiceWorkerGlobalScope) return null;
+    if (inServiceWorker()) return null;
     const root = await storage.getDirectory();  // throws in private modes that have none (SecurityError)
     const dir = await root.getDirectoryHandle(DIR, {create: true});
     // a store that cannot write is no store: a read-only or quota-less OPFS falls back to Cache Storage
