@@ -10,7 +10,8 @@ web/pages/bench/index.html; "" is the default build); "other:<query>" loads it f
 repository root is --other-root (e.g. an export of another branch, built: `git archive main | tar -x -C DIR`, then
 its polyfill bundle), the before side of a before/after in the same rounds.  Prints one line per visit (time to
 a built graph and the polyfill's bootTimings stage times), then the median and minimum per browser x variant x
-visit.
+visit.  A visit's "asked" is when the page asked for its context (after its own scripts: the polyfill boots at the
+first createContext()), "context" when it had it, both from the script tag.
 """
 
 from __future__ import annotations
@@ -90,11 +91,18 @@ def cpu_ms(marker: str) -> dict[str, float]:
     return out
 
 
+def asked(row: dict[str, Any]) -> str:
+    """When the page asked for its context and when it had it (ms from the script tag)."""
+    return f"(asked {row.get('calledMs', 0):.0f}, context {row['contextMs']:.0f})"
+
+
 def stages(bt: dict[str, Any]) -> str:
     w = bt.get("worker") or {}
     p = bt.get("page") or {}
-    keys = ("script", "snapshotFetched", "runtime", "siteOpen", "siteRead", "siteChecked", "numpy", "wheels",
-            "packages", "numpyImport", "core")
+    # (the worker's restore: its snapshot read, then pyodide.asm.js's module factory's steps, relink.js markSteps)
+    keys = ("script", "module", "snapshotRead", "snapshotFetched", "factoryAt", "instantiateAt", "instantiatedAt",
+            "preRunAt", "initializedAt", "restoreAt", "restoredAt", "runtime", "siteOpen", "siteRead", "siteChecked",
+            "numpy", "wheels", "packages", "numpyImport", "core")
     ws = " ".join(f"{k}={w[k]}" for k in keys if k in w)
     ps = " ".join(f"{k}={p[k]}" for k in keys if k in p)
     top = " ".join(f"{k}={bt[k]}" for k in ("page-runtime", "page-core", "worker-runtime", "worker-core")
@@ -109,12 +117,16 @@ def main() -> int:
     ap.add_argument("--variants", default="", help='comma-separated query strings, e.g. ",?unpack=0"')
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--case", default="chain1")
+    ap.add_argument("--warm-visits", type=int, default=1,
+                    help="warm visits after the cold one (Chromium makes a script's code cache on the second visit "
+                         "and uses it from the third: 'warm2' shows that)")
     ap.add_argument("--json", type=Path, help="write every visit's answer here")
     ap.add_argument("--other-root", type=Path, help='repository root served for "other:" variants')
     ap.add_argument("--chromium-arg", action="append", default=[],
                     help="an extra Chromium switch, e.g. --js-flags=--no-wasm-dynamic-tiering (repeatable)")
     a = ap.parse_args()
     variants = a.variants.split(",")
+    labels = ["cold", "warm"] + [f"warm{i + 2}" for i in range(a.warm_visits - 1)]
     models()  # the graphs (scripts/bench_models.py), generated on first use
     rows: list[dict[str, Any]] = []
     env = Settings.from_env()
@@ -128,7 +140,7 @@ def main() -> int:
                     url = f"{there}{PAGE}{v[6:]}" if v.startswith("other:") else f"{here}{PAGE}{v}"
                     if browser == "chromium":
                         with tempfile.TemporaryDirectory(prefix="bench-profile-") as profile:
-                            for label in ("cold", "warm"):
+                            for label in labels:
                                 kw = launch_args("chromium")
                                 kw["args"] = kw.get("args", []) + a.chromium_arg
                                 ctx = pw.chromium.launch_persistent_context(profile, **kw)
@@ -139,7 +151,8 @@ def main() -> int:
                                     ctx.close()
                                 cpu = rows[-1]["cpu"]
                                 print(f"{browser:8} {v or 'default':14} {label} {rows[-1]['builtMs']:7.0f} ms  "
-                                      f"cpu {cpu['total']:6.0f} ms (worker {cpu.get('DedicatedWorker', 0):.0f}, "
+                                      f"{asked(rows[-1])}  cpu {cpu['total']:6.0f} ms "
+                                      f"(worker {cpu.get('DedicatedWorker', 0):.0f}, "
                                       f"page {cpu.get('CrRendererMain', 0):.0f}, pool "
                                       f"{cpu.get('ThreadPoolForeg', 0):.0f})  {stages(rows[-1]['bootTimings'])}",
                                       flush=True)
@@ -147,18 +160,18 @@ def main() -> int:
                         b = getattr(pw, browser).launch(**launch_args(browser))
                         try:
                             ctx = b.new_context()
-                            for label in ("cold", "warm"):
+                            for label in labels:
                                 rows.append({"round": r, "browser": browser, "variant": v, "visit": label,
                                              **visit(ctx, url, a.case)})
                                 print(f"{browser:8} {v or 'default':14} {label} {rows[-1]['builtMs']:7.0f} ms  "
-                                      f"{stages(rows[-1]['bootTimings'])}", flush=True)
+                                      f"{asked(rows[-1])}  {stages(rows[-1]['bootTimings'])}", flush=True)
                         finally:
                             b.close()
                     time.sleep(0.5)
     print("\nbuilt graph (ms): median / min over rounds")
     for browser in a.browsers.split(","):
         for v in variants:
-            for label in ("cold", "warm"):
+            for label in labels:
                 xs = [x["builtMs"] for x in rows if x["browser"] == browser and x["variant"] == v
                       and x["visit"] == label]
                 cpu = [x["cpu"]["total"] for x in rows if x["browser"] == browser and x["variant"] == v

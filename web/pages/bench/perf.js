@@ -43,8 +43,10 @@ async function context() {
 // each build), else the page's default; `key` names the built graph (one case may build two)
 async function buildPolyfill(name, {split = null, key = name} = {}) {
   if (state.graphs[key]) return state.graphs[key];
+  const tf = performance.now();
   const entry = (await index())[name];
   const {graph, weights} = await load(MODELS + entry.graph);
+  const fetchMs = performance.now() - tf;
   const ctx = await context();
   const t0 = performance.now();
   const b = new MLGraphBuilder(ctx);
@@ -68,7 +70,9 @@ async function buildPolyfill(name, {split = null, key = name} = {}) {
   for (const [n, o] of Object.entries(outputs)) {
     tensors.outputs[n] = await ctx.createTensor({dataType: o.dataType, shape: o.shape, readable: true});
   }
-  state.graphs[key] = {graph: g, entry, tensors, builderMs: t1 - t0, buildMs: t2 - t1};
+  // fetchMs: the graph file fetched and parsed; tensorsMs: its input and output tensors created
+  state.graphs[key] = {graph: g, entry, tensors, builderMs: t1 - t0, buildMs: t2 - t1, fetchMs,
+    tensorsMs: performance.now() - t2};
   return state.graphs[key];
 }
 
@@ -195,16 +199,20 @@ async function run(name, {reps = 10, warmup = 2, seconds = 60, threads = [1, 2],
   return result;
 }
 
-/** Startup: script tag -> context -> built graph, with the polyfill's own boot timings. */
+/** Startup: script tag -> context -> built graph, with the polyfill's own boot timings; calledMs: when this page
+ *  asked for its context (its own scripts ran first: the polyfill boots at the first createContext()), moduleMs:
+ *  when this module ran. */
 async function startup(name) {
   const t0 = window.__t_script;
+  const calledMs = performance.now() - t0;
   await context();
   const tContext = performance.now();
   const p = await buildPolyfill(name);
   const tBuilt = performance.now();
   await runPolyfill(p, inputsFor(p.entry, 1));
   return {contextMs: tContext - t0, builtMs: tBuilt - t0, firstRunMs: performance.now() - tBuilt,
-    builderMs: p.builderMs, buildMs: p.buildMs,
+    builderMs: p.builderMs, buildMs: p.buildMs, fetchMs: p.fetchMs, tensorsMs: p.tensorsMs, calledMs,
+    moduleMs: window.__t_module - t0, scriptAt: t0,
     bootTimings: webnnPolyfill.bootTimings, crossOriginIsolated: globalThis.crossOriginIsolated};
 }
 
@@ -221,5 +229,6 @@ async function destroy(name) {
   }
 }
 
+window.__t_module = performance.now();
 window.perf = {run, startup, destroy, index, ready: true,
   native: () => ({hasNavigatorMl: !!webnnPolyfill.native, polyfillInstalled: webnnPolyfill.installed})};
