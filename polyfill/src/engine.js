@@ -203,7 +203,8 @@ export function createEngine({post, close, switches}) {
         port.postMessage({});
       }
     }
-    port.close();
+    // (not closed here: the page closes its end once both parts are read.  Closed right after the post, Firefox
+    // failed, about one visit in two, to read the module on the page: a messageerror)
   }
 
   // Model files (the gallery's .tflite) turned into a recorded WebNN program here, in the engine's Pyodide:

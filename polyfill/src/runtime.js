@@ -15,14 +15,15 @@ import {stdlibUsed} from './stdlibpyc.js';
 const PAGE_WAIT_LIMIT_MS = 60000;
 const STAGES = ['manifest', 'page-runtime', 'page-core', 'worker-runtime', 'worker-numpy', 'worker-core'];
 
-// What the worker hands over. Firefox sends a WebAssembly.Module from the worker, but the page could not read it
-// back in our runs (a messageerror), and serializing it held the worker back by about half a second; and a
-// return visit there was slower (0.3-1.7 s in six interleaved pairs, not explained) with the page restoring the
-// worker's copy of the cached snapshot than reading the cache itself. So Firefox gets only a snapshot the worker
-// has just made (a first visit, where it spares the page's CPython start).
+// What the worker hands over: its compiled pyodide.asm.wasm in every browser (Firefox's page read it back only
+// about one visit in two, a messageerror, until session 9 found why: the worker closed its port right after the
+// post; with the port left open it reads it every time, and its own 10 MB compile no longer competes with the
+// worker's NumPy compiles: Firefox warm 1,008 against 1,062 ms, engine.js handOver).  A return visit in Firefox
+// was slower (0.3-1.7 s in six interleaved pairs, not explained) with the page restoring the worker's copy of
+// the cached snapshot than reading the cache itself. So Firefox gets only a snapshot the worker has just made (a
+// first visit, where it spares the page's CPython start).
 function handOverWhat() {
-  const firefox = inFirefox();
-  return {module: !firefox, cachedSnapshot: !firefox};
+  return {module: true, cachedSnapshot: !inFirefox()};
 }
 
 export class Runtime {

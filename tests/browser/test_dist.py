@@ -155,7 +155,7 @@ def test_package_layout(dist_dir: Path) -> None:
     assert not any(p.endswith((".gz", ".br")) for p in listed)
 
 
-def test_one_script_tag_from_another_origin_and_the_snapshot(browser: Any, browser_name: str, cdn: StaticHost,
+def test_one_script_tag_from_another_origin_and_the_snapshot(browser: Any, cdn: StaticHost,
                                                               site: str) -> None:
     context = browser.new_context()
     try:
@@ -167,8 +167,8 @@ def test_one_script_tag_from_another_origin_and_the_snapshot(browser: Any, brows
         # checked); the page's origin keeps both in its Cache Storage (the worker, from a blob URL, has the page's
         # origin), and the next visit starts from those
         assert first["snapshot"] == {"page": "prebuilt", "worker": "prebuilt", "numpy": True}
-        # the worker's compiled pyodide.asm.wasm, not compiled again (not sent in Firefox: runtime.js)
-        assert first["wasm"] == ("handed" if browser_name == "chromium" else "compiled")
+        # the worker's compiled pyodide.asm.wasm, not compiled again (runtime.js handOverWhat)
+        assert first["wasm"] == "handed"
         second = _visit(context, f"{site}one-tag.html")
         assert second["snapshot"] == {"page": "loaded", "worker": "loaded", "numpy": True}
     finally:

@@ -135,9 +135,9 @@ STORES = ("opfs", "cache")
 def test_second_visit_restores_the_snapshot_and_a_damaged_one_is_replaced(browser: Any, browser_name: str,
                                                                           dev_server: str, store: str) -> None:
     # the page's Pyodide instantiates the worker's compiled pyodide.asm.wasm and restores its snapshot; Firefox's
-    # page compiles its own and, on a return visit, reads the stored one itself (runtime.js handOverWhat)
+    # page, on a return visit, reads the stored one itself (runtime.js handOverWhat)
     chromium = browser_name == "chromium"
-    wasms = {"handed"} if chromium else {"compiled"}
+    wasms = {"handed"}
     again = "handed" if chromium else "loaded"
     context = browser.new_context()
     if store == "opfs":
@@ -183,7 +183,7 @@ def _worker_url(context: Any, dev_server: str, query: str) -> None:
 
 def test_first_visit_restores_the_build_snapshots(browser: Any, browser_name: str, dev_server: str) -> None:
     chromium = browser_name == "chromium"
-    wasms = {"handed"} if chromium else {"compiled"}
+    wasms = {"handed"}
     url = f"{dev_server}/test/smoke.html"
     _asset()
     _asset("pyodide-snapshot-numpy")
@@ -274,8 +274,8 @@ def _serve_damaged(context: Any, mode: str, asset: dict[str, Any], gz: bytes, ke
     return served
 
 
-def test_a_damaged_build_snapshot_boots_as_without_it(browser: Any, browser_name: str, dev_server: str) -> None:
-    wasms = {"handed"} if browser_name == "chromium" else {"compiled"}
+def test_a_damaged_build_snapshot_boots_as_without_it(browser: Any, dev_server: str) -> None:
+    wasms = {"handed"}
     asset, gz = _asset()
     for mode in ("flipped", "truncated", "build-id", "missing"):
         context = browser.new_context()
@@ -293,7 +293,7 @@ def test_a_damaged_build_snapshot_boots_as_without_it(browser: Any, browser_name
 
 
 def test_a_damaged_numpy_snapshot_boots_from_the_bare_one(browser: Any, browser_name: str, dev_server: str) -> None:
-    wasms = {"handed"} if browser_name == "chromium" else {"compiled"}
+    wasms = {"handed"}
     asset, gz = _asset("pyodide-snapshot-numpy")
     # A browser of its own: each mode leaves a refused Pyodide (up to a 30 MB WebAssembly memory) to the garbage
     # collector.  Once, in a full run's Firefox (the session's browser, after all the other tests), a worker's
