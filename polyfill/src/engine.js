@@ -186,8 +186,8 @@ export function createEngine({post, close, switches}) {
   // environment), sent on the page's own port (a message it cannot read fails there, not on the engine's).
   function handOver(port, {snapshot, snapshotBytes = null, wasmModule = null}) {
     if (!port) return;
-    // Two messages, always (the page waits for both): one a browser may fail to read (Firefox, at times, a
-    // WebAssembly.Module) costs only that part. A snapshot new to the cache (made here, or the build's) is
+    // Two messages, always (the page waits for both): one a browser fails to read (a messageerror) costs only
+    // that part. A snapshot new to the cache (made here, or the build's) is
     // stored by the page (`made`).
     const parts = [{snapshot: snapshotBytes, made: fresh(snapshot)}, {module: wasmModule}];
     // the snapshot's 21 MB moved, not copied (50-70 ms of this thread in Chromium): this Pyodide has restored or

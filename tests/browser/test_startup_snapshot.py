@@ -112,7 +112,7 @@ VISIT = VISIT_JS.replace("STORED_JS", STORED_JS, 1)
 PREBUILT_OFF = "window.WEBNN_POLYFILL_CONFIG = {prebuiltSnapshot: false};"
 
 
-def _visit(context: Any, url: str, wasms: set[str], expected_error: str = "", imported: Any = None) -> dict[str, Any]:
+def _visit(context: Any, url: str, expected_error: str = "", imported: Any = None, wasm: str = "handed") -> dict[str, Any]:
     page, errors = open_page(context, url, BOOT_MS)
     result = page.evaluate(VISIT)
     page.close()
@@ -122,7 +122,8 @@ def _visit(context: Any, url: str, wasms: set[str], expected_error: str = "", im
     assert not [e for e in errors if not (expected_error and expected_error in e)], errors
     assert result["y"] == [11, 22, 33, 44]
     snapshot: dict[str, Any] = result["snapshot"]
-    assert snapshot.pop("wasm") in wasms, result
+    # the page's pyodide.asm.wasm: the worker's compiled module, in every browser (runtime.js handOverWhat)
+    assert snapshot.pop("wasm") == wasm, result
     return snapshot
 
 
@@ -137,7 +138,6 @@ def test_second_visit_restores_the_snapshot_and_a_damaged_one_is_replaced(browse
     # the page's Pyodide instantiates the worker's compiled pyodide.asm.wasm and restores its snapshot; Firefox's
     # page, on a return visit, reads the stored one itself (runtime.js handOverWhat)
     chromium = browser_name == "chromium"
-    wasms = {"handed"}
     again = "handed" if chromium else "loaded"
     context = browser.new_context()
     if store == "opfs":
@@ -148,13 +148,13 @@ def test_second_visit_restores_the_snapshot_and_a_damaged_one_is_replaced(browse
     try:
         url = f"{dev_server}/test/smoke.html"
         bare = {"numpy": False}
-        assert _visit(context, url, wasms) == {"page": "handed", "worker": "made", **bare}
-        assert _visit(context, url, wasms) == {"page": again, "worker": "loaded", **bare}
+        assert _visit(context, url) == {"page": "handed", "worker": "made", **bare}
+        assert _visit(context, url) == {"page": again, "worker": "loaded", **bare}
         # 'torn': a file cut short with its trailer (OPFS only: a cached response is stored whole or not at all)
         for mode in ("magic", "build-id", "truncated") + (("torn",) if store == "opfs" else ()):
             assert _damage(context, url, mode, "webnn-snapshot-v") == store, mode
-            assert _visit(context, url, wasms) == {"page": "handed", "worker": "made", **bare}, mode
-            assert _visit(context, url, wasms) == {"page": again, "worker": "loaded", **bare}, mode
+            assert _visit(context, url) == {"page": "handed", "worker": "made", **bare}, mode
+            assert _visit(context, url) == {"page": again, "worker": "loaded", **bare}, mode
     finally:
         context.close()
 
@@ -183,7 +183,6 @@ def _worker_url(context: Any, dev_server: str, query: str) -> None:
 
 def test_first_visit_restores_the_build_snapshots(browser: Any, browser_name: str, dev_server: str) -> None:
     chromium = browser_name == "chromium"
-    wasms = {"handed"}
     url = f"{dev_server}/test/smoke.html"
     _asset()
     _asset("pyodide-snapshot-numpy")
@@ -192,17 +191,17 @@ def test_first_visit_restores_the_build_snapshots(browser: Any, browser_name: st
         # the worker's NumPy snapshot, the page's bare one: each restores the build's and stores it; both come
         # with the core imported (the dev server's core wheel is the one `make snapshot` imported)
         core = {"page": ["py_core"], "worker": ["py_core"]}
-        assert _visit(context, url, wasms, imported=core) == {"page": "prebuilt", "worker": "prebuilt", "numpy": True}
-        assert _visit(context, url, wasms, imported=core) == {"page": "loaded", "worker": "loaded", "numpy": True}
+        assert _visit(context, url, imported=core) == {"page": "prebuilt", "worker": "prebuilt", "numpy": True}
+        assert _visit(context, url, imported=core) == {"page": "loaded", "worker": "loaded", "numpy": True}
         # a damaged cached NumPy snapshot is dropped: one that fails its checks before the restore gives way to
         # the build's again, one that fails in the restore (another build's) to the bare snapshot
         assert _damage(context, url, "magic", "webnn-snapshot-numpy-") == "opfs"
-        assert _visit(context, url, wasms) == {"page": "loaded", "worker": "prebuilt", "numpy": True}
+        assert _visit(context, url) == {"page": "loaded", "worker": "prebuilt", "numpy": True}
         # (the page's Pyodide started as the worker's module was compiled, before the worker fell back: it reads
         # its own)
         assert _damage(context, url, "build-id", "webnn-snapshot-numpy-") == "opfs"
-        assert _visit(context, url, wasms) == {"page": "loaded", "worker": "loaded", "numpy": False}
-        assert _visit(context, url, wasms) == {"page": "loaded", "worker": "prebuilt", "numpy": True}
+        assert _visit(context, url) == {"page": "loaded", "worker": "loaded", "numpy": False}
+        assert _visit(context, url) == {"page": "loaded", "worker": "prebuilt", "numpy": True}
     finally:
         context.close()
     # ?numpysnapshot=0: the worker restores the bare one and hands it to the page, as before the NumPy snapshot
@@ -210,8 +209,8 @@ def test_first_visit_restores_the_build_snapshots(browser: Any, browser_name: st
     _worker_url(context, dev_server, "numpysnapshot=0")
     try:
         # (the bare snapshot holds the page's part of the core: the worker imports the rest)
-        assert _visit(context, url, wasms, imported=core) == {"page": "handed", "worker": "prebuilt", "numpy": False}
-        assert _visit(context, url, wasms) == {"page": "handed" if chromium else "loaded", "worker": "loaded",
+        assert _visit(context, url, imported=core) == {"page": "handed", "worker": "prebuilt", "numpy": False}
+        assert _visit(context, url) == {"page": "handed" if chromium else "loaded", "worker": "loaded",
                                                "numpy": False}
     finally:
         context.close()
@@ -220,7 +219,7 @@ def test_first_visit_restores_the_build_snapshots(browser: Any, browser_name: st
     context = browser.new_context()
     _worker_url(context, dev_server, "compiler=0")
     try:
-        assert _visit(context, url, {"compiled"}, imported={"page": ["py_core"], "worker": []}) == {
+        assert _visit(context, url, wasm="compiled", imported={"page": ["py_core"], "worker": []}) == {
             "page": "prebuilt", "worker": "none", "numpy": False}
     finally:
         context.close()
@@ -229,7 +228,7 @@ def test_first_visit_restores_the_build_snapshots(browser: Any, browser_name: st
     _worker_url(context, dev_server, "coresnapshot=0")
     context.add_init_script("window.WEBNN_POLYFILL_CONFIG.coreSnapshot = false;")
     try:
-        assert _visit(context, url, wasms, imported={"page": [], "worker": []}) == {
+        assert _visit(context, url, imported={"page": [], "worker": []}) == {
             "page": "prebuilt", "worker": "prebuilt", "numpy": True}
     finally:
         context.close()
@@ -275,7 +274,6 @@ def _serve_damaged(context: Any, mode: str, asset: dict[str, Any], gz: bytes, ke
 
 
 def test_a_damaged_build_snapshot_boots_as_without_it(browser: Any, dev_server: str) -> None:
-    wasms = {"handed"}
     asset, gz = _asset()
     for mode in ("flipped", "truncated", "build-id", "missing"):
         context = browser.new_context()
@@ -283,7 +281,7 @@ def test_a_damaged_build_snapshot_boots_as_without_it(browser: Any, dev_server: 
         try:
             # the worker boots as without it and makes one, which the page stores
             refused = "integrity" if mode in ("flipped", "missing") else ""
-            visit = _visit(context, f"{dev_server}/test/smoke.html", wasms, refused)
+            visit = _visit(context, f"{dev_server}/test/smoke.html", refused)
             # the worker restores the NumPy snapshot; the page, refused the bare one, starts CPython and stores it
             assert visit == {"page": "made", "worker": "prebuilt", "numpy": True}, mode
             assert served, mode
@@ -293,7 +291,6 @@ def test_a_damaged_build_snapshot_boots_as_without_it(browser: Any, dev_server: 
 
 
 def test_a_damaged_numpy_snapshot_boots_from_the_bare_one(browser: Any, browser_name: str, dev_server: str) -> None:
-    wasms = {"handed"}
     asset, gz = _asset("pyodide-snapshot-numpy")
     # A browser of its own: each mode leaves a refused Pyodide (up to a 30 MB WebAssembly memory) to the garbage
     # collector.  Once, in a full run's Firefox (the session's browser, after all the other tests), a worker's
@@ -307,7 +304,7 @@ def test_a_damaged_numpy_snapshot_boots_from_the_bare_one(browser: Any, browser_
             served = _serve_damaged(context, mode, asset, gz, "numpySnapshot")
             try:
                 refused = "integrity" if mode in ("flipped", "missing") else ""
-                visit = _visit(context, f"{dev_server}/test/smoke.html", wasms, refused)
+                visit = _visit(context, f"{dev_server}/test/smoke.html", refused)
                 # the worker restores the bare one; the page's Pyodide, started as the worker's module was compiled
                 # (it was to restore the NumPy snapshot), the bare one itself, and stores it: a worker that falls back
                 # after that store restores the page's copy (`loaded`), before it the build's

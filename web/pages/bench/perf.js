@@ -212,7 +212,7 @@ async function startup(name) {
   await runPolyfill(p, inputsFor(p.entry, 1));
   return {contextMs: tContext - t0, builtMs: tBuilt - t0, firstRunMs: performance.now() - tBuilt,
     builderMs: p.builderMs, buildMs: p.buildMs, fetchMs: p.fetchMs, tensorsMs: p.tensorsMs, calledMs,
-    moduleMs: window.__t_module - t0, scriptAt: t0,
+    moduleMs: window.__t_module - t0,
     bootTimings: webnnPolyfill.bootTimings, crossOriginIsolated: globalThis.crossOriginIsolated};
 }
 
