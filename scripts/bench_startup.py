@@ -11,7 +11,11 @@ repository root is --other-root (e.g. an export of another branch, built: `git a
 its polyfill bundle), the before side of a before/after in the same rounds.  Prints one line per visit (time to
 a built graph and the polyfill's bootTimings stage times), then the median and minimum per browser x variant x
 visit.  A visit's "asked" is when the page asked for its context (after its own scripts: the polyfill boots at the
-first createContext()), "context" when it had it, both from the script tag.
+first createContext()), "context" when it had it, both from the script tag.  Each visit starts once the machine
+is quiet (`web.bench.session.settle`: a Chromium just launched keeps both cores busy for its first 0.6 s) and
+closes once it is quiet again (the polyfill's background stores done: a Firefox visit closed at once had often
+not stored NumPy's site-packages entry, and the next one unzipped NumPy); "settled" is how long the first wait
+took, and --no-settle visits and closes at once, as before session 10.
 """
 
 from __future__ import annotations
@@ -29,19 +33,25 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from web.bench.perf import PAGE, PAGE_TIMEOUT_MS, _playwright, models  # noqa: E402
-from web.bench.session import dev_server, free_port, serve_app  # noqa: E402
+from web.bench.session import dev_server, free_port, serve_app, settle  # noqa: E402
 from web.browsers import launch_args  # noqa: E402
 from web.settings import Settings  # noqa: E402
 
 
-def visit(context: Any, url: str, case: str, cpu_of: str = "") -> dict[str, Any]:
-    """perf.startup(case) on a new page of context; with cpu_of (Chromium's profile folder), also the browser's
-    CPU time so far (read before the page closes: its renderer process exits with it)."""
+def visit(context: Any, url: str, case: str, cpu_of: str = "", quiet: bool = True) -> dict[str, Any]:
+    """perf.startup(case) on a new page of context, once the machine is quiet (session.settle: a browser just
+    launched is busy with its own start), and closed once it is quiet again, unless not quiet; with cpu_of
+    (Chromium's profile folder), also the browser's CPU time so far (read before the page closes: its renderer
+    process exits with it)."""
+    settled = settle() if quiet else 0.0
     page = context.new_page()
     page.set_default_timeout(PAGE_TIMEOUT_MS)
     page.goto(url)
     page.wait_for_function("() => window.perf && window.perf.ready")
     out = dict(page.evaluate("(name) => perf.startup(name)", case))
+    out["settledMs"] = settled * 1e3
+    if quiet:
+        settle()  # its background stores (the site-packages entries, a fresh snapshot) done before it closes
     if cpu_of:
         out["cpu"] = cpu_ms(cpu_of)
     page.close()
@@ -93,7 +103,7 @@ def cpu_ms(marker: str) -> dict[str, float]:
 
 def asked(row: dict[str, Any]) -> str:
     """When the page asked for its context and when it had it (ms from the script tag)."""
-    return f"(asked {row.get('calledMs', 0):.0f}, context {row['contextMs']:.0f})"
+    return f"(asked {row.get('calledMs', 0):.0f}, context {row['contextMs']:.0f}) settled {row.get('settledMs', 0):.0f}"
 
 
 def stages(bt: dict[str, Any]) -> str:
@@ -120,6 +130,9 @@ def main() -> int:
     ap.add_argument("--warm-visits", type=int, default=1,
                     help="warm visits after the cold one (Chromium makes a script's code cache on the second visit "
                          "and uses it from the third: 'warm2' shows that)")
+    ap.add_argument("--no-settle", action="store_true",
+                    help="visit at once, not once the machine is quiet (session.settle): the browser's own start "
+                         "then competes with the page, as before session 10")
     ap.add_argument("--json", type=Path, help="write every visit's answer here")
     ap.add_argument("--other-root", type=Path, help='repository root served for "other:" variants')
     ap.add_argument("--chromium-arg", action="append", default=[],
@@ -146,7 +159,7 @@ def main() -> int:
                                 ctx = pw.chromium.launch_persistent_context(profile, **kw)
                                 try:
                                     rows.append({"round": r, "browser": browser, "variant": v, "visit": label,
-                                                 **visit(ctx, url, a.case, profile)})
+                                                 **visit(ctx, url, a.case, profile, not a.no_settle)})
                                 finally:
                                     ctx.close()
                                 cpu = rows[-1]["cpu"]
@@ -162,7 +175,7 @@ def main() -> int:
                             ctx = b.new_context()
                             for label in labels:
                                 rows.append({"round": r, "browser": browser, "variant": v, "visit": label,
-                                             **visit(ctx, url, a.case)})
+                                             **visit(ctx, url, a.case, quiet=not a.no_settle)})
                                 print(f"{browser:8} {v or 'default':14} {label} {rows[-1]['builtMs']:7.0f} ms  "
                                       f"{asked(rows[-1])}  {stages(rows[-1]['bootTimings'])}", flush=True)
                         finally:

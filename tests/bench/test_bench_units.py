@@ -7,13 +7,14 @@ import base64
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
 from web.app import create_app
-from web.bench import cases, compare, report, results
+from web.bench import cases, compare, report, results, session
 from web.bench.probe import VARIANTS, ImplState, Probe
 from web.bench.runner import expand_impls, plan
 from web.bench.session import remote_launch_options, remote_target
@@ -447,3 +448,40 @@ def test_dev_server_lists_runs_and_serves_reports(tmp_path: Path) -> None:
     assert client.get("/reports/nope/").status_code == 404
     assert client.get("/reports/..%2F..%2Fetc/").status_code == 404
     assert "bench.js" in client.get("/bench/bench.html").text
+
+
+def _jiffies(busy_windows: list[float]) -> Any:
+    """A /proc/stat reader whose successive 100 ms windows were busy by these fractions (100 jiffies each)."""
+    state = {"all": 0, "idle": 0, "reads": 0}
+    windows = iter(busy_windows)
+
+    def read() -> tuple[int, int]:
+        if state["reads"]:
+            busy = next(windows)
+            state["all"] += 100
+            state["idle"] += round(100 * (1 - busy))
+        state["reads"] += 1
+        return state["all"], state["idle"]
+
+    read.state = state  # type: ignore[attr-defined]
+    return read
+
+
+def test_settle_waits_for_consecutive_quiet_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a busy window between two quiet ones starts the count again
+    read = _jiffies([0.85, 0.85, 0.05, 0.6, 0.04, 0.02, 0.9])
+    monkeypatch.setattr(session, "_cpu_jiffies", read)
+    monkeypatch.setattr(session.time, "sleep", lambda s: None)
+    session.settle(max_s=60)
+    assert read.state["reads"] == 7  # the first read, then six windows: the last two quiet
+
+
+def test_settle_gives_up_on_a_machine_that_stays_busy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(session, "_cpu_jiffies", _jiffies([1.0] * 1000))
+    waited = session.settle(max_s=0.35)
+    assert 0.35 <= waited < 1.0
+
+
+def test_settle_without_proc_stat_waits_a_fixed_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(session, "_cpu_jiffies", lambda: None)
+    assert 0.2 <= session.settle(max_s=0.2) < 0.6

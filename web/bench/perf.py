@@ -263,6 +263,9 @@ def run_cases(session: PerfSession, cases: Sequence[PerfCase], opts: PerfOptions
 
 
 def _startup_page(context: Any, base: str, counter: ByteCounter, case: str) -> dict[str, Any]:
+    from web.bench.session import settle
+
+    settled = settle()  # the browser just launched (or the last visit's background work): see session.settle
     page = context.new_page()
     page.set_default_timeout(PAGE_TIMEOUT_MS)
     counter.reset()
@@ -271,8 +274,10 @@ def _startup_page(context: Any, base: str, counter: ByteCounter, case: str) -> d
     page.wait_for_function("() => window.perf && window.perf.ready")
     out = dict(page.evaluate("(name) => perf.startup(name)", case))
     out["wallMs"] = (time.perf_counter() - t0) * 1e3
+    out["settledMs"] = settled * 1e3
     out["bytes"], out["requests"], out["notModified"] = counter.bytes, counter.requests, counter.not_modified
     out["largest"] = dict(sorted(counter.paths.items(), key=lambda kv: -kv[1])[:6])
+    settle()  # its background stores (site-packages entries, a fresh snapshot) done before it closes
     page.close()
     return out
 
