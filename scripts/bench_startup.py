@@ -8,14 +8,15 @@ interleaved round by round, so a before/after compares like with like on a share
 Each variant is a query string for the /perf/ page (its switches pass to the polyfill, see
 web/pages/bench/index.html; "" is the default build); "other:<query>" loads it from a second dev server whose
 repository root is --other-root (e.g. an export of another branch, built: `git archive main | tar -x -C DIR`, then
-its polyfill bundle), the before side of a before/after in the same rounds.  Prints one line per visit (time to
-a built graph and the polyfill's bootTimings stage times), then the median and minimum per browser x variant x
-visit.  A visit's "asked" is when the page asked for its context (after its own scripts: the polyfill boots at the
-first createContext()), "context" when it had it, both from the script tag.  Each visit starts once the machine
-is quiet (`web.bench.session.settle`: a Chromium just launched keeps both cores busy for its first 0.6 s) and
-closes once it is quiet again (the polyfill's background stores done: a Firefox visit closed at once had often
-not stored NumPy's site-packages entry, and the next one unzipped NumPy); "settled" is how long the first wait
-took, and --no-settle visits and closes at once, as before session 10.
+its polyfill bundle), the before side of a before/after in the same rounds (the polyfill, Pyodide, the snapshots
+and the graphs come from DIR; the bench page itself, web/pages/bench, from this tree).  Prints one line per visit
+(time to a built graph and the polyfill's bootTimings stage times), then the median and minimum per browser x
+variant x visit.  A visit's "asked" is when the page asked for its context (after its own scripts: the polyfill
+boots at the first createContext()), "context" when it had it, both from the script tag.  Each visit starts once
+the machine is quiet (`web.bench.session.settle`: a Chromium just launched keeps both cores busy for its first
+0.6 s) and closes once it is quiet again (the polyfill's background stores done: a Firefox visit closed at once
+had often not stored NumPy's site-packages entry, and the next one unzipped NumPy); "settled" is how long the
+first wait took, and --no-settle visits and closes at once, as before session 10.
 """
 
 from __future__ import annotations
