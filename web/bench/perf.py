@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from web.bench import results as res
-from web.bench.session import BrowserSession, BrowserUnavailable, Target, dev_server, local_target
+from web.bench.session import BrowserSession, BrowserUnavailable, Target, dev_server, local_target, settle
 
 PERF_SCHEMA = 1
 # PYODIDE_WEBNN_BENCH_QUERY (e.g. "?plan=0") is added to the perf page's URL: worker switches for a before/after
@@ -263,8 +263,6 @@ def run_cases(session: PerfSession, cases: Sequence[PerfCase], opts: PerfOptions
 
 
 def _startup_page(context: Any, base: str, counter: ByteCounter, case: str) -> dict[str, Any]:
-    from web.bench.session import settle
-
     settled = settle()  # the browser just launched (or the last visit's background work): see session.settle
     page = context.new_page()
     page.set_default_timeout(PAGE_TIMEOUT_MS)
