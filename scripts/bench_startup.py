@@ -103,7 +103,8 @@ def cpu_ms(marker: str) -> dict[str, float]:
 
 
 def asked(row: dict[str, Any]) -> str:
-    """When the page asked for its context and when it had it (ms from the script tag)."""
+    """When the page asked for its context and when it had it (ms from the script tag), and how long the visit
+    waited for a quiet machine before it began."""
     return f"(asked {row.get('calledMs', 0):.0f}, context {row['contextMs']:.0f}) settled {row.get('settledMs', 0):.0f}"
 
 
