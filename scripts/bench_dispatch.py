@@ -6,7 +6,8 @@ server's web/pages/clients (onnxruntime-web loaded, the polyfill beside it):
 
 Each case is one function of a Playwright page that returns a JSON-able dict; `python -m web.bench perf` (make
 bench) runs them all on its own page (run_small_ops; the case name small_ops):
-`ort_encoder` (onnxruntime-web's WebNN EP on the polyfill against its WASM EP, interleaved),
+`ort_encoder` (onnxruntime-web's WebNN EP on the polyfill against its WASM EP, one run of each in turn, after
+ a warm-up),
 `dispatch_overhead` (writeTensor, dispatch, readTensor of a 1-operator graph), `data_path` (writeTensor and
 readTensor of 1 and 4 MB) and `two_contexts` (the same graph dispatched on two contexts one after the other, then
 at once: concurrent if the contexts run on two workers; two bare spinning workers timed alike are its control).
@@ -33,13 +34,19 @@ def _summary(ms: list[float]) -> dict[str, float]:
     return {"median": round(statistics.median(ms), 3), "min": round(min(ms), 3), "n": len(ms)}
 
 
+# V8 tiers the hot code of both clients up while the first few hundred runs go: on the 2-core VM, Chromium's
+# compile threads kept both cores busy for 1-3 s, and the polyfill's runs (two threads: the page and its worker)
+# took 4-14 ms where they take 1.2 once warm (docs/performance.md, "The encoder's warm-up"). So the timed runs
+# come after WARMUP runs of each; the first EARLY runs after each session's first are reported on their own.
+ORT_EARLY, ORT_WARMUP = 20, 300
+
 ORT_JS = r"""
-async ({model, shape, reps}) => {
+async ({model, shape, reps, early, warmup}) => {
   const input = {data: clients.patternInput(shape, -1, 1), shape};
-  const out = {};
   // what onnxruntime-web's WebNN EP asks of the polyfill per session.run: each MLContext call counted, and the
   // time from its writeTensor to its readTensor's result (the rest of session.run is ORT's own JavaScript)
   const proto = Object.getPrototypeOf(await webnnPolyfill.ml.createContext());
+  let counting = false;
   const calls = {};
   let wrote = 0;
   const polyfillMs = [];
@@ -47,43 +54,63 @@ async ({model, shape, reps}) => {
   for (const name of ['createTensor', 'writeTensor', 'dispatch', 'readTensor']) {
     saved[name] = proto[name];
     proto[name] = function (...args) {
-      calls[name] = (calls[name] || 0) + 1;
+      if (counting) calls[name] = (calls[name] || 0) + 1;
       if (name === 'writeTensor') wrote = performance.now();
       const r = saved[name].apply(this, args);
-      if (name === 'readTensor') r.then(() => polyfillMs.push(performance.now() - wrote), () => {});
+      if (name === 'readTensor' && counting) r.then(() => polyfillMs.push(performance.now() - wrote), () => {});
       return r;
     };
   }
-  let partitions = null;
+  const backends = ['wasm', 'webnn-polyfill'];
+  const open = {};
   try {
-    // interleaved: a few runs of each backend in turn, so drift on a shared machine hits both alike
-    for (let round = 0; round < 3; round++) {
-      for (const backend of ['wasm', 'webnn-polyfill']) {
-        const r = await clients.runOrt({model, backend, inputs: {input}, iterations: reps});
-        (out[backend] = out[backend] || []).push(...r.ms);
-        if (backend !== 'wasm') partitions = r.partitions;
-      }
+    for (const backend of backends) {
+      open[backend] = await clients.openOrt({model, backend});
+      open[backend].input = open[backend].feeds({input});
+      await open[backend].session.run(open[backend].input);
     }
+    // one run of each in turn, the order swapped each time: drift on a shared machine hits both alike
+    const pairs = async (n) => {
+      const ms = {wasm: [], 'webnn-polyfill': []};
+      for (let i = 0; i < n; i++) {
+        for (const backend of i % 2 ? backends : [...backends].reverse()) {
+          const t = performance.now();
+          await open[backend].session.run(open[backend].input);
+          ms[backend].push(performance.now() - t);
+        }
+      }
+      return ms;
+    };
+    const earlyMs = await pairs(early);
+    await pairs(warmup);
+    counting = true;
+    const ms = await pairs(reps);
+    counting = false;
+    const perRun = Object.fromEntries(Object.entries(calls).map(([k, v]) => [k, Math.round(100 * v / reps) / 100]));
+    return {...ms, early: earlyMs, polyfillMs, perRun, partitions: open['webnn-polyfill'].partitions};
   } finally {
     Object.assign(proto, saved);
+    for (const o of Object.values(open)) await o.close();
   }
-  const runs = 3 * (reps + 1);  // runOrt's first run and its timed ones
-  const perRun = Object.fromEntries(Object.entries(calls).map(([k, v]) => [k, Math.round(100 * v / runs) / 100]));
-  return {...out, polyfillMs, perRun, partitions};
 }
 """
 
 
 def ort_encoder(page: Any, model: str = "encoder_bert", shape: tuple[int, ...] = (1, 32, 128),
-                reps: int = 20) -> dict[str, Any]:
-    """onnxruntime-web on `model`: its WebNN EP on the polyfill vs its WASM EP (1 thread); ms per session.run.
+                reps: int = 60) -> dict[str, Any]:
+    """onnxruntime-web on `model`: its WebNN EP on the polyfill vs its WASM EP (1 thread); ms per session.run,
+    the two runs in turn, timed after ORT_WARMUP runs of each (`early`: the ORT_EARLY before those).
     Also: the polyfill's share of a WebNN EP run (writeTensor to readTensor's result), the MLContext calls per
     run, and ORT's WebNN partitions (each one a graph, a dispatch and a read per run)."""
-    runs = page.evaluate(ORT_JS, {"model": f"/clients/models/{model}.onnx", "shape": list(shape), "reps": reps})
+    runs = page.evaluate(ORT_JS, {"model": f"/clients/models/{model}.onnx", "shape": list(shape), "reps": reps,
+                                  "early": ORT_EARLY, "warmup": ORT_WARMUP})
     out: dict[str, Any] = {backend: _summary(runs[backend]) for backend in ("wasm", "webnn-polyfill")}
     out["ratio"] = round(out["webnn-polyfill"]["median"] / out["wasm"]["median"], 2)
     # the best runs: on a busy machine the medians carry other processes' load
     out["ratioOfMins"] = round(out["webnn-polyfill"]["min"] / out["wasm"]["min"], 2)
+    early = {backend: _summary(runs["early"][backend]) for backend in ("wasm", "webnn-polyfill")}
+    out["early"] = {**early, "ratio": round(early["webnn-polyfill"]["median"] / early["wasm"]["median"], 2),
+                    "warmup": ORT_WARMUP}
     if runs["polyfillMs"]:
         out["polyfill"] = _summary(runs["polyfillMs"])
     out["callsPerRun"], out["partitions"] = runs["perRun"], runs["partitions"]
@@ -365,6 +392,11 @@ def summary(results: dict[str, Any]) -> list[str]:
     if "wasm" in enc:
         lines.append(f"small ops: encoder_bert via ORT, WebNN EP on the polyfill {_ms(enc['webnn-polyfill'])} vs "
                      f"ORT WASM {_ms(enc['wasm'])}: x{enc['ratio']} (mins x{enc['ratioOfMins']}); target <= 2")
+        if "early" in enc:
+            e = enc["early"]
+            lines.append(f"small ops: encoder_bert before V8's tier-up ({e['wasm']['n']} runs after the first, "
+                         f"before {e['warmup']} more untimed): polyfill {_ms(e['webnn-polyfill'])} vs ORT WASM "
+                         f"{_ms(e['wasm'])}: x{e['ratio']}")
         if "polyfill" in enc:
             lines.append(f"small ops: encoder_bert, of which writeTensor..readTensor {_ms(enc['polyfill'])}; "
                          f"per run {enc.get('callsPerRun')}, WebNN partitions {enc.get('partitions')}")

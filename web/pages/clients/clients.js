@@ -126,11 +126,11 @@ function ortPartitions(lines) {
 }
 
 /**
- * Run an ONNX model through onnxruntime-web on `backend`.  For WebNN it gets an MLContext of that backend in
- * its session options, as an application would: `{name: 'webnn', context}`.
- * inputs: {name: {data: Float32Array, shape}}.
+ * An onnxruntime-web session of an ONNX model on `backend`.  For WebNN it gets an MLContext of that backend in
+ * its session options, as an application would: `{name: 'webnn', context}`.  Returns {ort, session, compileMs,
+ * partitions, feeds(inputs), close()}; inputs: {name: {data: Float32Array, shape}}.
  */
-export async function runOrt({model, backend, inputs, iterations = 0, contextOptions = {}}) {
+export async function openOrt({model, backend, contextOptions = {}}) {
   const ort = await loadOrt();
   const bytes = await bytesOf(model);
   let context = null;
@@ -142,21 +142,39 @@ export async function runOrt({model, backend, inputs, iterations = 0, contextOpt
     providers = [{name: 'webnn', context}];
   }
   const t0 = now();
-  const {value: session, lines} = await capturingConsole(
-    () => ort.InferenceSession.create(bytes, {executionProviders: providers, logSeverityLevel: 1}));
-  const compileMs = now() - t0;
-  const partitions = ortPartitions(lines);
+  let created;
   try {
-    const feeds = Object.fromEntries(Object.entries(inputs).map(
-      ([name, v]) => [name, new ort.Tensor('float32', v.data, v.shape)]));
-    const {first, firstMs, ms} = await timed(iterations, () => session.run(feeds));
-    const outputs = session.outputNames.map((name) => ({
+    created = await capturingConsole(
+      () => ort.InferenceSession.create(bytes, {executionProviders: providers, logSeverityLevel: 1}));
+  } catch (e) {
+    if (context) context.destroy();
+    throw e;
+  }
+  const session = created.value;
+  return {
+    ort, session, compileMs: now() - t0, partitions: ortPartitions(created.lines),
+    feeds: (inputs) => Object.fromEntries(Object.entries(inputs).map(
+      ([name, v]) => [name, new ort.Tensor('float32', v.data, v.shape)])),
+    async close() {
+      await session.release();
+      if (context) context.destroy();
+    },
+  };
+}
+
+/** Run an ONNX model through onnxruntime-web on `backend` (openOrt): its outputs, the first run's and
+ *  `iterations` more runs' ms. */
+export async function runOrt({model, backend, inputs, iterations = 0, contextOptions = {}}) {
+  const ort = await openOrt({model, backend, contextOptions});
+  try {
+    const feeds = ort.feeds(inputs);
+    const {first, firstMs, ms} = await timed(iterations, () => ort.session.run(feeds));
+    const outputs = ort.session.outputNames.map((name) => ({
       name, dims: [...first[name].dims], data: Float32Array.from(first[name].data),
     }));
-    return {outputs, compileMs, firstMs, ms, partitions};
+    return {outputs, compileMs: ort.compileMs, firstMs, ms, partitions: ort.partitions};
   } finally {
-    await session.release();
-    if (context) context.destroy();
+    await ort.close();
   }
 }
 
