@@ -233,6 +233,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def index() -> Response:
         return FileResponse(WEB_DIR / "gallery" / "index.html", headers={"cache-control": NO_CACHE})
 
+    @app.get("/favicon.ico")
+    def favicon() -> Response:
+        # browsers ask every page's origin for it: an icon instead of a 404 on each page's console
+        return FileResponse(WEB_DIR / "lib" / "favicon.svg", media_type="image/svg+xml",
+                            headers={"cache-control": NO_CACHE})
+
     @app.get("/models/{name}.tflite")
     def model_file(name: str) -> Response:
         path = _model_file(name)

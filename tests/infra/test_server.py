@@ -120,6 +120,7 @@ def test_isolation_headers_on_405_and_500(repo: Path) -> None:
         ("/polyfill/webnn-polyfill.js", "text/javascript", "no-cache"),
         ("/test/smoke.html", "text/html", "no-cache"),
         ("/", "text/html", "no-cache"),
+        ("/favicon.ico", "image/svg+xml", "no-cache"),
     ],
 )
 def test_mime_types_and_cache_control(client: TestClient, path: str, mime: str, cache: str) -> None:
