@@ -485,3 +485,23 @@ def test_settle_gives_up_on_a_machine_that_stays_busy(monkeypatch: pytest.Monkey
 def test_settle_without_proc_stat_waits_a_fixed_time(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(session, "_cpu_jiffies", lambda: None)
     assert 0.2 <= session.settle(max_s=0.2) < 0.6
+
+
+def _timed(median: float, low: float, n: int = 60) -> dict[str, float]:
+    return {"median": median, "min": low, "n": n}
+
+
+def test_small_ops_summary_shows_the_encoder_before_and_after_the_warm_up() -> None:
+    from web.scripts import load_script
+
+    dispatch = load_script("bench_dispatch")
+    stat = _timed
+    enc = {"wasm": stat(1.32, 1.25), "webnn-polyfill": stat(1.23, 1.17), "ratio": 0.93, "ratioOfMins": 0.94,
+           "early": {"wasm": stat(1.95, 1.56, 20), "webnn-polyfill": stat(3.69, 1.55, 20),
+                     "ratio": 1.9, "warmup": dispatch.ORT_WARMUP}}
+    lines = dispatch.summary({"encoder_bert": enc})
+    assert lines[0].startswith("small ops: encoder_bert via ORT") and "x0.93 (mins x0.94)" in lines[0]
+    assert lines[1] == ("small ops: encoder_bert before V8's tier-up (20 runs after the first, before 300 more "
+                        "untimed): polyfill 3.69 ms (min 1.55) vs ORT WASM 1.95 ms (min 1.56): x1.9")
+    # a result from before the warm-up (no `early`) still reads
+    assert len(dispatch.summary({"encoder_bert": {k: v for k, v in enc.items() if k != "early"}})) == 1
