@@ -112,11 +112,11 @@ export function createEngine({post, close, switches}) {
         // Restoring the NumPy snapshot, this Pyodide has no snapshot for the page's: the page's starts as soon as
         // the compiled module is known (its own restore then runs beside this one's), not after the restore
         if (stage === 'module' && numpyAsset && msg.handoff) {
-          handOver(msg.handoff, {wasmModule: what.module ? info.wasmModule : null});
+          handOver(msg.handoff, {wasmModule: info.wasmModule});
           msg.handoff = null;
         }
         if (stage !== 'runtime') return;
-        handOver(msg.handoff, !plain ? {} : {...info, wasmModule: what.module ? info.wasmModule : null,
+        handOver(msg.handoff, !plain ? {} : {...info,
           snapshotBytes: fresh(info.snapshot) || what.cachedSnapshot ? info.snapshotBytes : null});
         progress('worker-runtime', 'Pyodide started in the worker');
       }});
@@ -187,8 +187,7 @@ export function createEngine({post, close, switches}) {
   function handOver(port, {snapshot, snapshotBytes = null, wasmModule = null}) {
     if (!port) return;
     // Two messages, always (the page waits for both): one a browser fails to read (a messageerror) costs only
-    // that part. A snapshot new to the cache (made here, or the build's) is
-    // stored by the page (`made`).
+    // that part. A snapshot new to the cache (made here, or the build's) is stored by the page (`made`).
     const parts = [{snapshot: snapshotBytes, made: fresh(snapshot)}, {module: wasmModule}];
     // the snapshot's 21 MB moved, not copied (50-70 ms of this thread in Chromium): this Pyodide has restored or
     // made it and keeps no use for them

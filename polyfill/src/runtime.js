@@ -15,15 +15,15 @@ import {stdlibUsed} from './stdlibpyc.js';
 const PAGE_WAIT_LIMIT_MS = 60000;
 const STAGES = ['manifest', 'page-runtime', 'page-core', 'worker-runtime', 'worker-numpy', 'worker-core'];
 
-// What the worker hands over: its compiled pyodide.asm.wasm in every browser (Firefox's page read it back only
-// about one visit in two, a messageerror, until session 9 found why: the worker closed its port right after the
-// post; with the port left open it reads it every time, and its own 10 MB compile no longer competes with the
-// worker's NumPy compiles: Firefox warm 932 against 1,168 ms, engine.js handOver).  A return visit in Firefox
-// was slower (0.3-1.7 s in six interleaved pairs, not explained) with the page restoring the worker's copy of
-// the cached snapshot than reading the cache itself. So Firefox gets only a snapshot the worker has just made (a
-// first visit, where it spares the page's CPython start).
+// What the worker hands over beside its compiled pyodide.asm.wasm, which it hands over in every browser
+// (engine.js handOver: Firefox's page read the module back only about one visit in two, a messageerror, until
+// session 9 found why: the worker closed its port right after the post; with the port left open it reads it every
+// time, and its own 10 MB compile no longer competes with the worker's NumPy compiles: Firefox warm 932 against
+// 1,168 ms).  A return visit in Firefox was slower (0.3-1.7 s in six interleaved pairs, not explained) with the
+// page restoring the worker's copy of the cached snapshot than reading the cache itself. So Firefox gets only a
+// snapshot the worker has just made (a first visit, where it spares the page's CPython start).
 function handOverWhat() {
-  return {module: true, cachedSnapshot: !inFirefox()};
+  return {cachedSnapshot: !inFirefox()};
 }
 
 export class Runtime {
