@@ -96,6 +96,13 @@ async ({model, shape, reps, early, warmup}) => {
 """
 
 
+def _versus(ms: dict[str, list[float]]) -> dict[str, Any]:
+    """Each EP's runs summarised, and the ratio of their medians (the WebNN EP on the polyfill / the WASM EP)."""
+    out: dict[str, Any] = {backend: _summary(ms[backend]) for backend in ("wasm", "webnn-polyfill")}
+    out["ratio"] = round(out["webnn-polyfill"]["median"] / out["wasm"]["median"], 2)
+    return out
+
+
 def ort_encoder(page: Any, model: str = "encoder_bert", shape: tuple[int, ...] = (1, 32, 128),
                 reps: int = 60) -> dict[str, Any]:
     """onnxruntime-web on `model`: its WebNN EP on the polyfill vs its WASM EP (1 thread); ms per session.run,
@@ -104,13 +111,10 @@ def ort_encoder(page: Any, model: str = "encoder_bert", shape: tuple[int, ...] =
     run, and ORT's WebNN partitions (each one a graph, a dispatch and a read per run)."""
     runs = page.evaluate(ORT_JS, {"model": f"/clients/models/{model}.onnx", "shape": list(shape), "reps": reps,
                                   "early": ORT_EARLY, "warmup": ORT_WARMUP})
-    out: dict[str, Any] = {backend: _summary(runs[backend]) for backend in ("wasm", "webnn-polyfill")}
-    out["ratio"] = round(out["webnn-polyfill"]["median"] / out["wasm"]["median"], 2)
+    out = _versus(runs)
     # the best runs: on a busy machine the medians carry other processes' load
     out["ratioOfMins"] = round(out["webnn-polyfill"]["min"] / out["wasm"]["min"], 2)
-    early = {backend: _summary(runs["early"][backend]) for backend in ("wasm", "webnn-polyfill")}
-    out["early"] = {**early, "ratio": round(early["webnn-polyfill"]["median"] / early["wasm"]["median"], 2),
-                    "warmup": ORT_WARMUP}
+    out["early"] = {**_versus(runs["early"]), "warmup": ORT_WARMUP}
     if runs["polyfillMs"]:
         out["polyfill"] = _summary(runs["polyfillMs"])
     out["callsPerRun"], out["partitions"] = runs["perRun"], runs["partitions"]

@@ -165,16 +165,16 @@ export async function openOrt({model, backend, contextOptions = {}}) {
 /** Run an ONNX model through onnxruntime-web on `backend` (openOrt): its outputs, the first run's and
  *  `iterations` more runs' ms. */
 export async function runOrt({model, backend, inputs, iterations = 0, contextOptions = {}}) {
-  const ort = await openOrt({model, backend, contextOptions});
+  const opened = await openOrt({model, backend, contextOptions});
   try {
-    const feeds = ort.feeds(inputs);
-    const {first, firstMs, ms} = await timed(iterations, () => ort.session.run(feeds));
-    const outputs = ort.session.outputNames.map((name) => ({
+    const feeds = opened.feeds(inputs);
+    const {first, firstMs, ms} = await timed(iterations, () => opened.session.run(feeds));
+    const outputs = opened.session.outputNames.map((name) => ({
       name, dims: [...first[name].dims], data: Float32Array.from(first[name].data),
     }));
-    return {outputs, compileMs: ort.compileMs, firstMs, ms, partitions: ort.partitions};
+    return {outputs, compileMs: opened.compileMs, firstMs, ms, partitions: opened.partitions};
   } finally {
-    await ort.close();
+    await opened.close();
   }
 }
 
