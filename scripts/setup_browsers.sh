@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Make Chromium and Firefox available for the Playwright tests. Idempotent; quick when both are present.
-#   1. Debian chromium + firefox-esr already installed  -> nothing to do.
-#   2. root with apt-get                                  -> apt-get update && apt-get install the missing ones.
-#   3. otherwise                                          -> python -m playwright install chromium firefox.
-#   4. still missing                                      -> a clear message; exit 1 only with --strict.
+# Make the three engines available for the browser tests. Idempotent; quick when all are present.
+#   Chromium and Firefox drive through Playwright; WebKit is WebKitGTK (Safari's engine) through its WebDriver
+#   server under Xvfb, or Playwright's own WebKit build where `playwright install webkit` could fetch it.
+#   1. Debian chromium, firefox-esr, webkit2gtk-driver and xvfb already installed -> nothing to do.
+#   2. root with apt-get                  -> apt-get update && apt-get install the missing ones.
+#   3. otherwise                          -> python -m playwright install for the missing engines.
+#   4. still missing                      -> a clear message; exit 1 only with --strict.
 # Usage: scripts/setup_browsers.sh [--strict]   (PYTHON selects the interpreter for step 3, default .venv/bin/python)
 set -uo pipefail
 
@@ -28,16 +30,28 @@ find_firefox() {
   done
   return 1
 }
+find_webkit() {
+  local c
+  for c in /usr/bin/WebKitWebDriver /usr/libexec/webkit2gtk-4.1/WebKitWebDriver; do
+    [[ -x "$c" ]] && { echo "$c"; return 0; }
+  done
+  return 1
+}
 missing_debs() {
   local m=()
   find_chromium >/dev/null || m+=(chromium)
   find_firefox >/dev/null || m+=(firefox-esr)
+  find_webkit >/dev/null || m+=(webkit2gtk-driver)
+  [[ -n "${DISPLAY:-}" ]] || command -v Xvfb >/dev/null || m+=(xvfb)
   echo "${m[@]:-}"
+}
+found() {
+  say "ok: chromium=$(find_chromium) firefox=$(find_firefox) webkit=$(find_webkit)"
 }
 
 MISSING="$(missing_debs)"
 if [[ -z "$MISSING" ]]; then
-  say "ok: chromium=$(find_chromium) firefox=$(find_firefox)"
+  found
   exit 0
 fi
 
@@ -48,7 +62,7 @@ if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
   if apt-get update -qq && apt-get install -y -qq --no-install-recommends $MISSING; then
     MISSING="$(missing_debs)"
     if [[ -z "$MISSING" ]]; then
-      say "ok: chromium=$(find_chromium) firefox=$(find_firefox)"
+      found
       exit 0
     fi
   else
@@ -57,16 +71,19 @@ if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
 fi
 
 if [[ -x "$PYTHON" ]] && "$PYTHON" -c "import playwright" 2>/dev/null; then
-  say "trying Playwright's own browser builds: $PYTHON -m playwright install chromium firefox"
-  if "$PYTHON" -m playwright install chromium firefox; then
+  ENGINES="$(echo "$MISSING" | sed -e 's/firefox-esr/firefox/' -e 's/webkit2gtk-driver/webkit/' -e 's/xvfb/webkit/' \
+             | tr ' ' '\n' | sort -u | tr '\n' ' ')"
+  say "trying Playwright's own browser builds: $PYTHON -m playwright install $ENGINES"
+  # shellcheck disable=SC2086  # word splitting of the engine list is intended
+  if "$PYTHON" -m playwright install $ENGINES; then
     say "ok: Playwright browsers installed (Debian packages still missing: $MISSING)"
     exit 0
   fi
-  say "playwright install failed (it needs internet access to its browser CDN)"
+  say "playwright install failed (it needs internet access to its browser downloads)"
 fi
 
 say "MISSING browsers: $MISSING"
-say "  Install them as root with: apt-get update && apt-get install -y chromium firefox-esr"
-say "  or, with internet access:  $PYTHON -m playwright install chromium firefox"
+say "  Install them as root with: apt-get update && apt-get install -y chromium firefox-esr webkit2gtk-driver xvfb"
+say "  or, with internet access:  $PYTHON -m playwright install chromium firefox webkit"
 say "  Browser tests cannot run until then; the dev server (make run) works without them."
 exit "$STRICT"

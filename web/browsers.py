@@ -71,6 +71,17 @@ def system_browser(name: str) -> str | None:
     return None
 
 
+def playwright_has(browser_type: Any) -> bool:
+    """Whether Playwright can launch this browser type here: a system browser stands in for it, or Playwright's
+    own build of it is installed."""
+    if system_browser(browser_type.name):
+        return True
+    try:
+        return Path(browser_type.executable_path).is_file()
+    except Exception:  # Playwright raises its own Error when it knows no executable for this platform
+        return False
+
+
 @dataclass(frozen=True)
 class NativeChromium:
     """Where the native-WebNN Chromium is, or why it is not there (`path` None)."""

@@ -4,20 +4,29 @@ per browser shared by the tests that allow it."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from pages import POLYFILL_BOOT, booted_page
+from pages import BOOT_TIMEOUT_MS, POLYFILL_BOOT, WEBKIT_OVER_WEBDRIVER, booted_page, open_window
 
 from web.bench.session import dev_server as serve_dev_server
-from web.browsers import launch_args, native_chromium_launch_args
+from web.browsers import launch_args, native_chromium_launch_args, playwright_has
 from web.scripts import load_script
+from web.served_files import ServedFiles
+from web.webdriver import WebDriverUnavailable, webkitgtk_session
 
 
 @pytest.fixture(scope="session")
-def dev_server() -> Iterator[str]:
+def served_files() -> ServedFiles:
+    """Files the tests put on the dev server at /__files/<name> (web.served_files)."""
+    return ServedFiles()
+
+
+@pytest.fixture(scope="session")
+def dev_server(served_files: ServedFiles) -> Iterator[str]:
     """The project's FastAPI dev server, served by uvicorn in a thread on a free port; yields its base URL."""
-    with serve_dev_server() as url:
+    with serve_dev_server(wrap=served_files.wrap) as url:
         yield url
 
 
@@ -27,19 +36,48 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any], browser_n
     return launch_args(browser_name, base=browser_type_launch_args)
 
 
+@pytest.fixture(scope="session")
+def browser_type(playwright: Any, browser_name: str) -> Any:
+    """pytest-playwright's browser type, skipped with the reason where Playwright cannot launch it here: WebKit
+    without Playwright's own build (`playwright install webkit`) runs as WebKitGTK over WebDriver, in the tests
+    that open their pages through `pages.open_window` (webnn_page among them)."""
+    found = getattr(playwright, browser_name)
+    if not playwright_has(found):
+        pytest.skip(f"drives a Playwright browser, and Playwright's {browser_name} is not installed here "
+                    f"(playwright install {browser_name})" + (WEBKIT_OVER_WEBDRIVER if browser_name == "webkit" else ""))
+    return found
 
 
 @pytest.fixture(scope="session")
-def webnn_page(browser: Any, dev_server: str) -> Iterator[Any]:
-    """A page of the dev server with the polyfill booted once (createContext done), shared per browser."""
-    with booted_page(browser, f"{dev_server}/test/smoke.html", POLYFILL_BOOT) as page:
+def webkit_driver() -> Iterator[Any]:
+    """The WebKitGTK session (MiniBrowser through WebKitWebDriver, under Xvfb when there is no display) whose
+    windows the WebKit tests open; skipped with the reason where this machine lacks a part."""
+    try:
+        with webkitgtk_session() as driver:
+            yield driver
+    except WebDriverUnavailable as e:
+        pytest.skip(str(e))
+
+
+@contextmanager
+def _polyfill_page(request: pytest.FixtureRequest, browser_name: str, url: str) -> Iterator[Any]:
+    """A page at url with the polyfill booted (createContext done) in the browser under test."""
+    with open_window(request, browser_name, url, BOOT_TIMEOUT_MS) as page:
+        page.evaluate(POLYFILL_BOOT)
         yield page
 
 
 @pytest.fixture(scope="session")
-def webnn_strict_page(browser: Any, dev_server: str) -> Iterator[Any]:
+def webnn_page(request: pytest.FixtureRequest, browser_name: str, dev_server: str) -> Iterator[Any]:
+    """A page of the dev server with the polyfill booted once (createContext done), shared per browser."""
+    with _polyfill_page(request, browser_name, f"{dev_server}/test/smoke.html") as page:
+        yield page
+
+
+@pytest.fixture(scope="session")
+def webnn_strict_page(request: pytest.FixtureRequest, browser_name: str, dev_server: str) -> Iterator[Any]:
     """Like webnn_page, with the polyfill in strict mode (data-strict: the draft's behaviour, not Chromium's)."""
-    with booted_page(browser, f"{dev_server}/test/strict.html", POLYFILL_BOOT) as page:
+    with _polyfill_page(request, browser_name, f"{dev_server}/test/strict.html") as page:
         yield page
 
 

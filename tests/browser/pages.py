@@ -6,6 +6,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from web.browsers import playwright_has
+from web.webdriver import WebDriverPage
+
 
 def open_page(owner: Any, url: str, timeout_ms: int) -> tuple[Any, list[str]]:
     """A new page of `owner` (a browser context, or a browser) at url, with the default timeout set and its
@@ -34,6 +37,37 @@ def booted_page(browser: Any, url: str, boot_js: str) -> Iterator[Any]:
         yield page
     finally:
         context.close()
+
+
+WEBKIT_OVER_WEBDRIVER = "; WebKitGTK through WebDriver runs the tests whose pages need no Playwright-only API"
+
+
+def over_webdriver(request: Any, browser_name: str) -> bool:
+    """Whether this test's WebKit is WebKitGTK over WebDriver (Playwright's own WebKit is not installed)."""
+    return browser_name == "webkit" and not playwright_has(request.getfixturevalue("playwright").webkit)
+
+
+@contextmanager
+def open_window(request: Any, browser_name: str, url: str, timeout_ms: int) -> Iterator[Any]:
+    """A fresh page at url in the browser under test: a Playwright page in a new context of the `browser`
+    fixture, or a new window of the session's WebKitGTK (the `webkit_driver` fixture: its windows share one
+    ephemeral profile, so Pyodide's assets are cached after the first).  Either way `page.webnn_errors` lists
+    the page's uncaught errors."""
+    if not over_webdriver(request, browser_name):
+        context = request.getfixturevalue("browser").new_context()
+        try:
+            page, errors = open_page(context, url, timeout_ms)
+            page.webnn_errors = errors
+            yield page
+        finally:
+            context.close()
+        return
+    page = WebDriverPage.new_window(request.getfixturevalue("webkit_driver"), timeout_ms)
+    try:
+        page.goto(url)
+        yield page
+    finally:
+        page.close()
 
 
 # Runs one single-operator graph; the filter is a graph input or a constant.  Resolves to {y} or {error}.

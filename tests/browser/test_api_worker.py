@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from pages import open_page
+from pages import open_window
 
 pytestmark = pytest.mark.browser
 
@@ -25,18 +25,16 @@ CASES = [(scope, kind) for scope in SCOPES for kind in ("classic", "module")]
 
 
 @pytest.fixture(scope="module")
-def worker_reports(browser: Any, dev_server: str) -> Iterator[dict[Any, Any]]:
+def worker_reports(request: pytest.FixtureRequest, browser_name: str, dev_server: str) -> Iterator[dict[Any, Any]]:
     """Every (scope, kind) case run in one page, one after the other (each boots two Pyodides); their reports by
-    (scope, kind). One run of the earlier side-by-side version never reported in Firefox (see the README's
-    "In workers"): a case now has a deadline, and cases run one at a time."""
-    context = browser.new_context()
-    page, errors = open_page(context, f"{dev_server}/test/worker.html", WORKER_BOOT_MS)
-    reports: dict[Any, Any] = {}
-    for scope, run in SCOPES.items():
-        for kind in ("classic", "module"):
-            reports[(scope, kind)] = page.evaluate(f"() => withDeadline({run}('{kind}'), '{kind}', {CASE_DEADLINE_S})")
-    yield reports | {"pageErrors": errors}
-    context.close()
+    (scope, kind). Each case has a deadline, so a worker that never answers fails its case instead of the run."""
+    with open_window(request, browser_name, f"{dev_server}/test/worker.html", WORKER_BOOT_MS) as page:
+        reports: dict[Any, Any] = {}
+        for scope, run in SCOPES.items():
+            for kind in ("classic", "module"):
+                reports[(scope, kind)] = page.evaluate(
+                    f"() => withDeadline({run}('{kind}'), '{kind}', {CASE_DEADLINE_S})")
+        yield reports | {"pageErrors": page.webnn_errors}
 
 
 @pytest.mark.parametrize(("scope", "kind"), CASES)

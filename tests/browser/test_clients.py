@@ -16,17 +16,19 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
+from contextlib import ExitStack
 from typing import Any
 
 import numpy as np
 import pytest
-from pages import open_page
+from pages import open_page, open_window
 
 from web.browsers import launch_args
 
 pytestmark = pytest.mark.browser
 
 RELATIVE_TOLERANCE = 1e-3
+CLIENTS_BOOT_MS = 180_000
 ORT_MODELS = ("mobilenetv2", "encoder", "encoder_bert", "lstm_gru")
 # three MediaPipe models of different shapes: segmentation (with a custom transposed conv), detection, landmarks
 LITERT_MODELS = ("selfie_segmentation", "face_detection_short_range", "hand_landmark_lite")
@@ -35,29 +37,29 @@ LITERT_MODELS = ("selfie_segmentation", "face_detection_short_range", "hand_land
 @pytest.fixture(scope="module", params=["as-installed", "native-usable"])
 def clients_page(browser_name: str, playwright: Any, dev_server: str, request: pytest.FixtureRequest) -> Iterator[Any]:
     """web/pages/clients in this browser: Debian's Chromium with navigator.ml (its WebNN feature; unusable),
-    Firefox without; and the npm Chromium 153 whose native WebNN works, where the clients run on it too."""
-    own = None
-    if request.param == "native-usable":
-        if browser_name != "chromium":
-            pytest.skip("the npm Chromium with a usable native WebNN is a Chromium")
-        owner = request.getfixturevalue("native_chromium_browser").new_context()
-    elif browser_name == "chromium":
-        own = playwright.chromium.launch(**launch_args("chromium", native_webnn=True))
-        owner = own.new_context()
-    else:
-        owner = request.getfixturevalue("browser").new_context()
-    page, errors = open_page(owner, f"{dev_server}/clients/", 180_000)
-    page.wait_for_function("window.clientsReady === true")
-    page.webnn_errors = errors  # type: ignore[attr-defined]
-    page.native_probe = page.evaluate(  # type: ignore[attr-defined]
-        "async () => ({hasNative: !!webnnPolyfill.native, installed: webnnPolyfill.installed,"
-        " native: await clients.probe('webnn-native'), jspi: clients.hasJspi()})")
-    if request.param == "native-usable":
-        assert page.native_probe["native"]["ok"], page.native_probe  # type: ignore[attr-defined]
-    yield page
-    owner.close()
-    if own is not None:
-        own.close()
+    Firefox and WebKit without; and the npm Chromium 153 whose native WebNN works, where the clients run on it
+    too."""
+    url = f"{dev_server}/clients/"
+    with ExitStack() as stack:
+        if request.param == "native-usable":
+            if browser_name != "chromium":
+                pytest.skip("the npm Chromium with a usable native WebNN is a Chromium")
+            owner = request.getfixturevalue("native_chromium_browser").new_context()
+            stack.callback(owner.close)
+            page, page.webnn_errors = open_page(owner, url, CLIENTS_BOOT_MS)
+        elif browser_name == "chromium":
+            own = playwright.chromium.launch(**launch_args("chromium", native_webnn=True))
+            stack.callback(own.close)
+            page, page.webnn_errors = open_page(own.new_context(), url, CLIENTS_BOOT_MS)
+        else:
+            page = stack.enter_context(open_window(request, browser_name, url, CLIENTS_BOOT_MS))
+        page.wait_for_function("window.clientsReady === true")
+        page.native_probe = page.evaluate(
+            "async () => ({hasNative: !!webnnPolyfill.native, installed: webnnPolyfill.installed,"
+            " native: await clients.probe('webnn-native'), jspi: clients.hasJspi()})")
+        if request.param == "native-usable":
+            assert page.native_probe["native"]["ok"], page.native_probe
+        yield page
 
 
 def _decode(result: dict[str, Any]) -> list[np.ndarray]:
@@ -166,7 +168,7 @@ def test_litert_webnn_accelerator_matches_its_wasm_path(model: str, clients_page
 
 
 def test_the_page_sees_the_browser_it_should(clients_page: Any, browser_name: str) -> None:
-    """Chromium: native navigator.ml kept, polyfill beside it; Firefox: the polyfill holds the names."""
+    """Chromium: native navigator.ml kept, polyfill beside it; Firefox and WebKit: the polyfill holds the names."""
     probe = clients_page.native_probe
     if browser_name == "chromium":
         assert probe["hasNative"] and not probe["installed"], probe

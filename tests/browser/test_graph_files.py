@@ -17,6 +17,7 @@ import pytest
 from py_core import graphfile as gf
 from py_core.runtime.executor import prepare
 from web.scripts import load_script
+from web.served_files import ServedFiles
 
 pytestmark = pytest.mark.browser
 
@@ -72,14 +73,10 @@ def _expected(graph: gf.GraphFile) -> dict[str, np.ndarray]:
     return out
 
 
-def _serve(page: Any, files: dict[str, bytes]) -> str:
-    def fulfill(route: Any) -> None:
-        route.fulfill(status=200, body=files[route.request.url.rsplit("/", 1)[1]],
-                      headers={"content-type": "application/octet-stream",
-                               "cross-origin-resource-policy": "same-origin"})
-
-    page.route("**/__graph_files/*", fulfill)
-    return "/__graph_files/sample.json"
+def _serve(served_files: ServedFiles, files: dict[str, bytes]) -> str:
+    for name, body in files.items():
+        url = served_files.put(f"graph_files/{name}", body)
+    return url.rsplit("/", 1)[0] + "/sample.json"
 
 
 def test_values_encode_the_same_in_js(webnn_page: Any) -> None:
@@ -92,24 +89,24 @@ def test_values_encode_the_same_in_js(webnn_page: Any) -> None:
     assert nan == [{"$n": "NaN"}] and math.isnan(gf.decode_value(nan[0]))
 
 
-def _replay(page: Any, native: bool) -> None:
+def _replay(page: Any, served_files: ServedFiles, native: bool) -> None:
     graph = _sample()
-    page.unroute("**/__graph_files/*")
-    url = _serve(page, {"sample.json": graph.dumps().encode(), "sample.bin": graph.weights})
+    url = _serve(served_files, {"sample.json": graph.dumps().encode(), "sample.bin": graph.weights})
     got = page.evaluate(REPLAY_JS, {"url": url, "native": native})
     for name, want in _expected(graph).items():
         np.testing.assert_allclose(np.frombuffer(base64.b64decode(got[name]), np.float32).reshape(want.shape),
                                    want, rtol=1e-6, atol=0)
 
 
-def test_a_python_written_file_replays_to_the_same_values(webnn_page: Any) -> None:
-    _replay(webnn_page, native=False)
+def test_a_python_written_file_replays_to_the_same_values(webnn_page: Any, served_files: ServedFiles) -> None:
+    _replay(webnn_page, served_files, native=False)
 
 
-def test_a_python_written_file_replays_on_native_webnn(native_webnn_page: Any, browser_name: str) -> None:
+def test_a_python_written_file_replays_on_native_webnn(native_webnn_page: Any, served_files: ServedFiles,
+                                                      browser_name: str) -> None:
     if browser_name != "chromium":
         pytest.skip("native WebNN runs in the npm Chromium, once")
-    _replay(native_webnn_page, native=True)
+    _replay(native_webnn_page, served_files, native=True)
 
 
 def test_perf_page_replays_bench_graph_files(browser: Any, dev_server: str, tmp_path: Path) -> None:

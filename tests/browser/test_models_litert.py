@@ -21,11 +21,12 @@ pytest.importorskip("skimage.data")
 from py_core.loaders.recording import record_tflite  # noqa: E402
 from web import mediapipe_reference as core_models  # noqa: E402
 from web.mediapipe_models import model_path  # noqa: E402
+from web.served_files import ServedFiles  # noqa: E402
 
 RUN_JS = r"""
 async ({name, outputs, native = false}) => {
   const {buildGraph, descriptors} = await import('/lib/graphfile.js');
-  const fetchBytes = async (what) => (await fetch(`/__models_litert/${name}.${what}`)).arrayBuffer();
+  const fetchBytes = async (what) => (await fetch(`/__files/models_litert/${name}.${what}`)).arrayBuffer();
   const program = JSON.parse(new TextDecoder().decode(await fetchBytes('json')));
   const [weights, input] = await Promise.all([fetchBytes('bin'), fetchBytes('input')]);
   const ctx = native ? window.__nctx : window.__ctx;
@@ -53,24 +54,15 @@ async ({name, outputs, native = false}) => {
 """
 
 
-def _run(page: Any, name: str, native: bool = False) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], float]:
+def _run(page: Any, served_files: ServedFiles, name: str,
+         native: bool = False) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], float]:
     """The model on one implementation of the page: (outputs, LiteRT's outputs, ms of one dispatch + read)."""
     x = core_models.model_input(name)
     reference = core_models.litert_outputs(name, x)
     graph = record_tflite(model_path(name), name)
-    files = {"json": graph.dumps().encode(), "bin": graph.weights, "input": x.tobytes()}
-
-    def serve(route: Any) -> None:
-        what = route.request.url.rsplit(".", 1)[1]
-        route.fulfill(status=200, body=files[what], headers={"content-type": "application/octet-stream",
-                                                             "cross-origin-resource-policy": "same-origin"})
-
-    pattern = f"**/__models_litert/{name}.*"
-    page.route(pattern, serve)
-    try:
-        out = page.evaluate(RUN_JS, {"name": name, "outputs": list(reference), "native": native})
-    finally:
-        page.unroute(pattern)
+    for what, body in (("json", graph.dumps().encode()), ("bin", graph.weights), ("input", x.tobytes())):
+        served_files.put(f"models_litert/{name}.{what}", body)
+    out = page.evaluate(RUN_JS, {"name": name, "outputs": list(reference), "native": native})
     got = {o: np.frombuffer(base64.b64decode(out["outputs"][o]), np.float32).reshape(ref.shape)
            for o, ref in reference.items()}
     return got, reference, float(out["ms"])
@@ -81,20 +73,22 @@ def _errors(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> dict[str
 
 
 @pytest.mark.parametrize("name", list(core_models.TOLERANCE))
-def test_model_outputs_match_litert_in_the_browser(name: str, webnn_page: Any, browser_name: str) -> None:
-    ours, reference, ms = _run(webnn_page, name)
+def test_model_outputs_match_litert_in_the_browser(name: str, webnn_page: Any, served_files: ServedFiles,
+                                                   browser_name: str) -> None:
+    ours, reference, ms = _run(webnn_page, served_files, name)
     for output, err in _errors(ours, reference).items():
         print(f"{browser_name} {name} {output}: max abs error {err:.3g} vs LiteRT ({ms:.0f} ms)")
         assert err <= core_models.TOLERANCE[name][output], f"{name} {output}: max abs error {err:.3g}"
 
 
 @pytest.mark.parametrize("name", list(core_models.TOLERANCE))
-def test_model_on_native_webnn_beside_the_polyfill(name: str, native_webnn_page: Any, browser_name: str) -> None:
+def test_model_on_native_webnn_beside_the_polyfill(name: str, native_webnn_page: Any, served_files: ServedFiles,
+                                                   browser_name: str) -> None:
     """Polyfill and native WebNN in one page of the npm Chromium, each against LiteRT (the CPU reference)."""
     if browser_name != "chromium":
         pytest.skip("runs once, in the npm Chromium (chromium-npm) that has a usable native WebNN")
-    ours, reference, ms = _run(native_webnn_page, name)
-    theirs, _, native_ms = _run(native_webnn_page, name, native=True)
+    ours, reference, ms = _run(native_webnn_page, served_files, name)
+    theirs, _, native_ms = _run(native_webnn_page, served_files, name, native=True)
     mine, native = _errors(ours, reference), _errors(theirs, reference)
     between = _errors(ours, theirs)
     for output in reference:
