@@ -1,4 +1,4 @@
-"""`make bench` is a mode of the bench (`python -m web.bench perf`, web/bench/perf.py): a real run in Chromium on
+"""`make bench` is a mode of the bench (`python -m bench perf`, bench/perf/run.py): a real run in Chromium on
 one small kernel through the old command (scripts/bench.py), whose run directory follows the results model, whose
 report draws ratios and times as inline SVG, and which /reports/ lists beside the comparison runs.  The report's
 startup, LiteRT, Node and transfer sections are checked on measure lines written here, without a browser."""
@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from bench import cli, results
+from bench.perf import run as perf
+from bench.report import perf as perf_report
+from bench.targets import Target
 from web.app import create_app
-from web.bench import cli, perf, perf_report, results
-from web.bench.session import Target
 from web.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,11 +73,11 @@ def test_make_bench_writes_a_listed_run_with_plots(tmp_path: Path) -> None:
     assert client.get("/api/reports").json()[0]["kind"] == "perf"
     page = client.get(f"/reports/{run_dir.name}/")
     assert page.status_code == 200 and "Performance bench" in page.text
-    listed = subprocess.run([sys.executable, "-m", "web.bench", "list", "--out", str(tmp_path)], cwd=REPO,
+    listed = subprocess.run([sys.executable, "-m", "bench", "list", "--out", str(tmp_path)], cwd=REPO,
                             capture_output=True, text=True, timeout=60)
     assert run_dir.name in listed.stdout and " perf " in listed.stdout
     (run_dir / "report.html").unlink()
-    rebuilt = subprocess.run([sys.executable, "-m", "web.bench", "report", str(run_dir)], cwd=REPO,
+    rebuilt = subprocess.run([sys.executable, "-m", "bench", "report", str(run_dir)], cwd=REPO,
                              capture_output=True, text=True, timeout=60)
     assert rebuilt.returncode == 0 and "Performance bench" in (run_dir / "report.html").read_text()
 

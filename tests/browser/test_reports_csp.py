@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from web.bench import report, results
-from web.bench.session import dev_server
+from bench import report, results
+from bench.server import dev_server
 
 pytestmark = pytest.mark.browser
 
