@@ -217,7 +217,7 @@ def data_path(page: Any, reps: int = 15, mbs: tuple[int, ...] = (1, 4)) -> dict[
 
 
 # One context with the two_contexts graph (four n x n matmul + relu steps) and its run(k): k dispatches, then a
-# read; warmed up by two runs (shared with scripts/two_contexts_cpu.py)
+# read; warmed up by two runs
 CONTEXT_SETUP_JS = r"""
   async function setup() {
     const ctx = await P.ml.createContext();
@@ -358,7 +358,7 @@ def save_captured(page: Any, out: Path) -> list[Path]:
 
 
 def run_small_ops(browser: Any, base: str, log: Any) -> dict[str, Any]:
-    """Every case above in one fresh page of `browser` (for scripts/bench.py): {case: result or {error}}."""
+    """Every case above in one fresh page of `browser` (for the perf run): {case: result or {error}}."""
     context = browser.new_context()
     page = context.new_page()
     page.set_default_timeout(600_000)

@@ -212,7 +212,7 @@ def chain_graph(length: int) -> Any:
     executor's per-operator overhead, since the kernels themselves take a microsecond or two."""
     from py_core.graphfile import Recorder
 
-    b = Recorder(f"chain{length}", "scripts/bench_models.py")
+    b = Recorder(f"chain{length}", "bench/perf/models.py")
     x = b.input("x", {"dataType": "float32", "shape": [1, 16]})
     k = b.constant({"dataType": "float32", "shape": [16]}, np.full(16, 0.5, np.float32))
     y = x

@@ -252,7 +252,7 @@ def run_cases(session: PerfSession, cases: Sequence[PerfCase], opts: PerfOptions
 
 
 def _startup_page(context: Any, base: str, counter: ByteCounter, case: str) -> dict[str, Any]:
-    settled = settle()  # the browser just launched (or the last visit's background work): see session.settle
+    settled = settle()  # the browser just launched (or the last visit's background work): see bench/perf/settle.py
     page = context.new_page()
     page.set_default_timeout(PAGE_TIMEOUT_MS)
     counter.reset()

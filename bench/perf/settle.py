@@ -7,7 +7,7 @@ import time
 # A freshly launched Chromium 156 keeps about 1.7 of the 2 cores busy for its first 0.6-0.7 s (a renderer loading
 # its omnibox popup, chrome://omnibox-popup.top-chrome, among others).  A page that starts then competes with the
 # browser's own start-up, which a visit to a browser already running does not: a warm start measured 1,167 ms
-# (median) right after the launch and 889 after a 3 s wait (4 interleaved rounds, session 10).
+# (median) right after the launch and 889 after a 3 s wait (4 interleaved rounds).
 QUIET_BUSY = 0.15  # fraction of all cores; an idle browser and this machine's background stay under 0.05
 QUIET_WINDOWS = 2  # consecutive 100 ms windows under QUIET_BUSY
 SETTLE_MAX_S = 10.0  # a machine that never goes quiet (another job's load) costs each visit this much at most

@@ -81,7 +81,7 @@ def first_visit(pw: Any, browser_name: str, dist: Path, precompressed: bool) -> 
 def measure(pw: Any, browsers: list[str], dist: Path) -> dict[str, Any]:
     """Per browser: the first visit's transfer with and without the precompressed siblings."""
     if not (dist / "webnn-polyfill.js").is_file():
-        raise SystemExit(f"bench_transfer: no package in {dist}: run make dist")
+        raise SystemExit(f"transfer: no package in {dist}: run make dist")
     out: dict[str, Any] = {"dist": dist_size(dist), "browsers": {}}
     for name in browsers:
         out["browsers"][name] = {label: first_visit(pw, name, dist, pre)

@@ -1,6 +1,6 @@
 """The self-contained HTML report of a perf run (bench/perf/run.py): the polyfill's ratios to onnxruntime-web
 per case and browser, kernel and model times, startup broken down, the TFLite models against native LiteRT, the
-executor under Node and its memory, the first visit's transfer; charts from web/bench/svg.py, inline CSS only.
+executor under Node and its memory, the first visit's transfer; charts from bench/report/svg.py, inline CSS only.
 Also the text summary `make bench` prints.
 
     python -m bench report RUN_DIR      (re)builds RUN_DIR/report.html (a perf run's, by run.json's kind)

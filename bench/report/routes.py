@@ -116,7 +116,7 @@ def _index_html(runs: list[dict[str, Any]], problems: list[str], reports_dir: Pa
 <style>body{{font:15px/1.5 system-ui,sans-serif;margin:2rem}}table{{border-collapse:collapse}}
 td,th{{border-bottom:1px solid #ddd;padding:.3rem .8rem;text-align:left}}.warn{{color:#a40}}</style></head><body>
 <h1>Bench runs</h1><p>From <code>{e(str(reports_dir))}</code>, newest first: comparison runs (<code>python -m
-web.bench run</code>, the pass matrix) and perf runs (<code>make bench</code>: ratios, kernels, startup).</p>
+bench run</code>, the pass matrix) and perf runs (<code>make bench</code>: ratios, kernels, startup).</p>
 {skipped}<table><tr><th>run</th><th>kind</th><th>started</th><th>cases</th><th>browsers</th><th>results</th><th>data</th></tr>
 {body}</table></body></html>"""
 

@@ -1,5 +1,5 @@
 """`make bench` is a mode of the bench (`python -m bench perf`, bench/perf/run.py): a real run in Chromium on
-one small kernel through the old command (scripts/bench.py), whose run directory follows the results model, whose
+one small kernel through its command line, whose run directory follows the results model, whose
 report draws ratios and times as inline SVG, and which /reports/ lists beside the comparison runs.  The report's
 startup, LiteRT, Node and transfer sections are checked on measure lines written here, without a browser."""
 
@@ -30,7 +30,7 @@ def _client(reports: Path) -> TestClient:
 @pytest.mark.slow
 def test_make_bench_writes_a_listed_run_with_plots(tmp_path: Path) -> None:
     # the narrowed command other work measures with, on one small kernel
-    cmd = [sys.executable, "scripts/bench.py", "--browsers", "chromium", "--cases", "relu,no_such_graph",
+    cmd = [sys.executable, "-m", "bench", "perf", "--browsers", "chromium", "--cases", "relu,no_such_graph",
            "--reps", "2", "--skip-startup", "--skip-node", "--skip-transfer", "--memory-runs", "0",
            "--out", str(tmp_path)]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
@@ -117,7 +117,7 @@ def test_report_sections_from_measure_lines(tmp_path: Path) -> None:
     w.measure("node", "node", {"overheadUsPerOp": 6.2, "chain500Ms": 3.1, "chain1Ms": 0.05, "memory": {
         "runs": 3, "currentStartMB": 10.0, "currentEndMB": 10.1, "heapStartMB": 60, "heapEndMB": 60,
         "peakMB": 21.1, "weightsMB": 14.0, "liveMB": 5.9, "budgetMB": 47.9, "medianMs": 300}})
-    w.measure("transfer", "", {"error": "SystemExit: bench_transfer: no package in dist: run make dist"})
+    w.measure("transfer", "", {"error": "SystemExit: transfer: no package in dist: run make dist"})
     perf_report.write_report(run_dir, {"finished": "now"})
     html = (run_dir / "report.html").read_text()
     for needle in ("startup breakdown, ms", "chromium cold (chain1)", "chromium warm (chain1)",
