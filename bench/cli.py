@@ -74,7 +74,7 @@ def _runner(args: argparse.Namespace, writer: res.RunWriter | None) -> Iterator[
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a selection on every implementation, write results.jsonl and report.html, print progress."""
-    from bench.report import write_report
+    from bench.report.writer import write_report
     from web.settings import Settings
 
     cases = select(args.cases)
@@ -135,7 +135,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Rebuild a run directory's report.html."""
-    from bench.report import write_report
+    from bench.report.writer import write_report
 
     print(write_report(Path(args.run_dir)))
     return 0

@@ -14,7 +14,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from web import mediapipe_models, samples
+from web import mediapipe_models
 from web.core_wheel import CoreWheelCache, read_project_meta
 from web.settings import Settings
 from web.static_host import precompressed_sibling
@@ -258,6 +258,8 @@ def create_app(settings: Settings | None = None, extensions: Sequence[Extension]
     @app.get("/gallery/samples/{name}.png")
     def sample_photo(name: str) -> Response:
         # generated from scikit-image on first use (web/samples.py), not committed
+        from web import samples  # NumPy loads with the first sample asked for, not with the server
+
         path = settings.samples_dir / f"{name}.png"
         if name not in samples.SAMPLES:
             return JSONResponse({"detail": f"no sample photo '{name}'"}, 404)

@@ -17,7 +17,6 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.responses import FileResponse, JSONResponse, Response
 
-from bench.cases import client_models
 from bench.report.routes import REPORT_CSP, add_report_routes
 from web.app import LONG_CACHE, NO_CACHE, AddHeaders, AssetFiles
 from web.settings import Settings
@@ -32,6 +31,8 @@ def add_bench_routes(app: FastAPI, settings: Settings) -> None:
     @app.get("/clients/models/{name}.onnx")
     def client_model(name: str) -> Response:
         # generated on first use (bench/cases/client_models.py, torch), cached under build/client-models
+        from bench.cases import client_models  # NumPy loads with the first model asked for, not with the server
+
         if name not in client_models.MODELS:
             return JSONResponse({"detail": f"no client model '{name}'"}, 404)
         out = settings.repo_root / "build" / "client-models"

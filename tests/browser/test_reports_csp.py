@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bench import report, results
+from bench import results
+from bench.report import writer as report
 from bench.server import dev_server
 
 pytestmark = pytest.mark.browser
