@@ -1,5 +1,5 @@
 """Bench cases: the vendored WPT vectors and JSON graph files, normalized to one form, plus the graph file
-(py_core/graphfile.py, docs/graph-file.md) the page-side runner (static/bench.js) replays with any MLGraphBuilder.
+(py_core/graphfile.py, docs/graph-file.md) the page-side runner (pages/bench/bench.js) replays with any MLGraphBuilder.
 
 A case's graph is the WPT conformance form (see py_core/testing/wpt.py and the README section "Graph JSON
 format"): `inputs` (descriptor, data, constant), `operators` (name, arguments, outputs), `expectedOutputs`
@@ -281,7 +281,7 @@ def _b64(arr: np.ndarray) -> str:
 
 
 def wire_case(case: BenchCase) -> gf.GraphFile:
-    """The case as the graph file the page-side runner (static/bench.js) replays: input values and constants
+    """The case as the graph file the page-side runner (pages/bench/bench.js) replays: input values and constants
     inline as base64, operands by name.  It is transcribed, not validated: invalid calls must reach the
     builder under test."""
     from py_core.spec import OPS
