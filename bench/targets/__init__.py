@@ -18,6 +18,8 @@ BROWSER_TYPES = ("chromium", "firefox", "webkit")
 # The npm Chromium 153 whose native WebNN works (scripts/setup_native_chromium.py): a local target of its own,
 # added next to "chromium", so one of its pages runs the polyfill and every native variant side by side.
 NATIVE_CHROMIUM = "chromium-npm"
+
+
 @dataclass(frozen=True)
 class Target:
     """A browser the bench runs in: local (launched here) or remote (a run-server endpoint)."""
