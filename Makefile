@@ -138,15 +138,15 @@ fuzz: venv build
 	ulimit -v 8000000; WEBNN_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -p no:cacheprovider --hypothesis-show-statistics \
 	  tests/core/test_fuzz_kernels.py
 
-# Not part of `make test`: a full run takes several minutes (python -m web.bench perf --help for options).
+# Not part of `make test`: a full run takes several minutes (python -m bench perf --help for options; docs/bench.md).
 BENCH_ARGS ?=
 bench: setup build dist
-	$(PY) -m web.bench perf $(BENCH_ARGS)
+	$(PY) -m bench perf $(BENCH_ARGS)
 
 lint: venv
 	$(PY) -m ruff check .
 	$(PY) -m mypy
-	$(PY) -m mypy --strict --follow-imports=silent web scripts/fetch_assets.py scripts/setup_native_chromium.py
+	$(PY) -m mypy --strict --follow-imports=silent web bench scripts/fetch_assets.py scripts/setup_native_chromium.py
 
 clean:
 	rm -rf $(DIST) dist .pytest_cache test-results reports build *.egg-info

@@ -1,7 +1,7 @@
 """The graph file: one format for every WebNN graph kept outside a builder (docs/graph-file.md).
 https://www.w3.org/TR/webnn/#mlgraphbuilder
 
-WPT cases on their way to the bench page, the bench's model graphs (scripts/bench_models.py) and TFLite models
+WPT cases on their way to the bench page, the bench's model graphs (bench/perf/models.py) and TFLite models
 recorded by the loader (py_core/loaders/recording.py) are all a `GraphFile`: MLGraphBuilder calls by name with
 their arguments, operands named, constants (and, for cases, input values) as bytes.  `web/lib/graphfile.js` is
 the JS twin (reader, writer and the one replayer, for any MLGraphBuilder); `replay` here builds one with

@@ -1,4 +1,4 @@
-// Part of `make bench` (scripts/bench.py): the executor inside Pyodide under Node, the same engine as the
+// Part of `make bench` (bench/perf/run.py runs it): the executor inside Pyodide under Node, the same engine as the
 // polyfill's worker without the page: per-operator overhead on a 500-operator chain, and MobileNetV2 run
 // many times for memory growth and peak.  Prints one JSON line.
 //   node scripts/bench_pyodide.mjs MODEL_DIR [RUNS]

@@ -1,12 +1,11 @@
 // Where a graph's time goes, inside Pyodide under Node (the worker's engine without the page): runs a
 // benchmark graph from build/bench-models (written by `make bench`) and prints the time of each compiled step,
-// summed over runs, largest first.  A tool for kernel work, not part of `make bench`.
+// summed over runs, largest first.  A tool for kernel work (docs/bench.md), not part of `make bench`.
 //   node scripts/profile_pyodide.mjs MODEL_DIR NAME [RUNS] [--no-blas] [--no-compiler]
 //   node scripts/profile_pyodide.mjs --captured BUILD.json [RUNS] [--no-blas] [--no-compiler]
-// --captured takes a build message a page sent its worker (scripts/bench_dispatch.py --capture): e.g. the graph
+// --captured takes a build message a page sent its worker (`python -m bench dispatch --capture DIR`): e.g. the graph
 // onnxruntime-web's WebNN EP builds for the encoder.
-// Steps are timed one by one, so the compiled plan is off here (it runs runs of steps as one C call):
-// scripts/bench_plan.mjs times a graph with and without it.
+// Steps are timed one by one, so the compiled plan is off here (it runs runs of steps as one C call).
 import {loadGraphArgs, pyodideWithCore} from './pyodide_node.mjs';
 
 const py = await pyodideWithCore();

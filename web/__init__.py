@@ -1,7 +1,7 @@
 """pyodide-webnn dev server: a FastAPI app serving the polyfill, Pyodide assets, the core wheel and pages.
 
-`web.create_app` and `web.Settings` load lazily, so importing `web.bench` (a pytest plugin loaded by every
-pytest run) or `web.browsers` does not pay for FastAPI.
+`web.create_app` and `web.Settings` load lazily, so importing `web.browsers` or `web.settings` (the bench's
+pytest plugin, loaded by every pytest run, does) does not pay for FastAPI.
 """
 
 from __future__ import annotations

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +15,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from web import mediapipe_models
-from web.bench.routes import REPORT_CSP, add_report_routes
 from web.core_wheel import CoreWheelCache, read_project_meta
-from web.scripts import load_script
 from web.settings import Settings
 from web.static_host import precompressed_sibling
 
@@ -48,6 +48,10 @@ IMMUTABLE = "public, max-age=31536000, immutable"
 # are sent with CORP cross-origin and CORS instead of CORP same-origin.
 CROSS_ORIGIN_PREFIXES = ("/polyfill/", "/pyodide/", "/core/", "/dist/")
 CROSS_ORIGIN_HEADERS = {"cross-origin-resource-policy": "cross-origin", "access-control-allow-origin": "*"}
+# Other installed packages add their pages to the dev server through entry points of this group: a function
+# (app, settings) -> None that adds routes, mounts and middleware (the bench: its pages and /reports/).
+EXTENSION_GROUP = "pyodide_webnn.server"
+Extension = Callable[[FastAPI, Settings], None]
 
 
 class IsolationHeaders:
@@ -187,8 +191,14 @@ def _model_file(name: str) -> Path | None:
         return None
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """Build the dev server app for the given settings (default: from the environment)."""
+def installed_extensions() -> list[Extension]:
+    """The route sets installed packages add to the dev server (entry points of EXTENSION_GROUP)."""
+    return [ep.load() for ep in sorted(importlib.metadata.entry_points(group=EXTENSION_GROUP), key=lambda e: e.name)]
+
+
+def create_app(settings: Settings | None = None, extensions: Sequence[Extension] | None = None) -> FastAPI:
+    """Build the dev server app for the given settings (default: from the environment), with `extensions` adding
+    their routes (default: the installed ones)."""
     settings = settings or Settings.from_env()
     wheels = CoreWheelCache(settings.core_src, settings.repo_root / "pyproject.toml")
     app = FastAPI(title="pyodide-webnn dev server", docs_url=None, redoc_url=None, openapi_url=None)
@@ -203,7 +213,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_exception_handler(Exception, server_error)
     app.add_middleware(IsolationHeaders)
     app.add_middleware(AddHeaders, headers=NOSNIFF)
-    app.add_middleware(AddHeaders, headers=REPORT_CSP, prefix="/reports")
 
     @app.get("/api/health")
     def health() -> Response:
@@ -248,33 +257,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.get("/gallery/samples/{name}.png")
     def sample_photo(name: str) -> Response:
-        # generated from scikit-image on first use (scripts/make_samples.py), not committed
-        make_samples = load_script("make_samples", settings.repo_root)
+        # generated from scikit-image on first use (web/samples.py), not committed
+        from web import samples  # NumPy loads with the first sample asked for, not with the server
+
         path = settings.samples_dir / f"{name}.png"
-        if name not in make_samples.SAMPLES:
+        if name not in samples.SAMPLES:
             return JSONResponse({"detail": f"no sample photo '{name}'"}, 404)
         if not path.is_file():
             try:
-                make_samples.make_samples(path.parent)
+                samples.make_samples(path.parent)
             except ImportError:
                 return JSONResponse({"detail": "scikit-image is needed: pip install -e '.[models]'"}, 404)
         return FileResponse(path, media_type="image/png", headers={"cache-control": NO_CACHE})
-
-    @app.get("/clients/models/{name}.onnx")
-    def client_model(name: str) -> Response:
-        # generated on first use (scripts/client_models.py, torch), cached under build/client-models
-        client_models = load_script("client_models", settings.repo_root)
-        if name not in client_models.MODELS:
-            return JSONResponse({"detail": f"no client model '{name}'"}, 404)
-        out = settings.repo_root / "build" / "client-models"
-        try:
-            client_models.generate(out)
-        except ImportError:
-            return JSONResponse({"detail": "torch and onnx are needed: pip install -e '.[models]'"}, 404)
-        return FileResponse(out / f"{name}.onnx", media_type="application/octet-stream",
-                            headers={"cache-control": NO_CACHE})
-
-    add_report_routes(app, settings.reports_dir)  # /reports/: past comparison-bench runs
 
     app.mount("/polyfill", AssetFiles(settings.polyfill_dist, NO_CACHE), name="polyfill")
     app.mount("/pyodide", AssetFiles(settings.pyodide_dir, LONG_CACHE), name="pyodide")
@@ -285,17 +279,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/lib", AssetFiles(WEB_DIR / "lib", NO_CACHE), name="lib")
     app.mount("/test", AssetFiles(WEB_DIR / "pages" / "test", NO_CACHE, html=True), name="test")
     app.mount("/gallery", AssetFiles(WEB_DIR / "gallery", NO_CACHE, html=True), name="gallery")
-    app.mount("/bench", AssetFiles(WEB_DIR / "bench" / "static", NO_CACHE, html=True), name="bench")
-    app.mount("/reports", AssetFiles(settings.reports_dir, NO_CACHE), name="reports")
-    # the performance bench (make bench, web/bench/perf.py): its page, the graphs bench_models.py writes, ORT-web
-    bench_models = settings.repo_root / "build" / "bench-models"
-    app.mount("/perf/models", AssetFiles(bench_models, NO_CACHE), name="perf-models")
-    app.mount("/perf", AssetFiles(WEB_DIR / "pages" / "bench", NO_CACHE, html=True), name="perf")
-    node_modules = settings.repo_root / "node_modules"
-    app.mount("/vendor/ort", AssetFiles(node_modules / "onnxruntime-web" / "dist", LONG_CACHE), name="vendor-ort")
-    # the real WebNN clients (web/pages/clients): LiteRT.js (dist/ and wasm/), its loader, the generated models
-    app.mount("/vendor/litert-wasm-utils", AssetFiles(node_modules / "@litertjs" / "wasm-utils" / "dist", LONG_CACHE),
-              name="vendor-litert-wasm-utils")
-    app.mount("/vendor/litert", AssetFiles(node_modules / "@litertjs" / "core", LONG_CACHE), name="vendor-litert")
-    app.mount("/clients", AssetFiles(WEB_DIR / "pages" / "clients", NO_CACHE, html=True), name="clients")
+    for extend in installed_extensions() if extensions is None else extensions:
+        extend(app, settings)
     return app

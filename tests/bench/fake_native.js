@@ -1,4 +1,4 @@
-// A stand-in "native" WebNN for the bench's own tests (python -m web.bench run --init-script this-file): it
+// A stand-in "native" WebNN for the bench's own tests (python -m bench run --init-script this-file): it
 // installs navigator.ml before the polyfill loads, so the polyfill leaves it alone and the bench probes it as
 // the browser's implementation.  It forwards to the polyfill and refuses deviceType 'npu', giving the bench a
 // usable native implementation and an unusable variant to report where no real one exists.

@@ -1,4 +1,4 @@
-"""`python -m web.bench run` runs a comparison without pytest code, shows progress, and writes a run that the
+"""`python -m bench run` runs a comparison without pytest code, shows progress, and writes a run that the
 dev server lists; `list` and `report` work on past runs.  Firefox has no WebNN of its own, so the run installs
 tests/bench/fake_native.js (--init-script) as its "native" implementation: a usable one that must agree with
 the polyfill bit for bit, and an unusable variant (npu) reported with its own message."""
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from bench import results
+from bench.run.compare import pairwise
 from web.app import create_app
-from web.bench import results
-from web.bench.compare import pairwise
 from web.settings import Settings
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -25,7 +25,7 @@ REPO = HERE.parents[1]
 
 def _bench(*args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "web.bench", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "bench", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout
     )
 
 

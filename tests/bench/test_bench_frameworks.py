@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from web.bench.suite import test_webnn  # noqa: F401 - collected here with this module's cases
+from bench.suite import test_webnn  # noqa: F401 - collected here with this module's cases
 
 pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")

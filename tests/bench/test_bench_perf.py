@@ -1,5 +1,5 @@
-"""`make bench` is a mode of the bench (`python -m web.bench perf`, web/bench/perf.py): a real run in Chromium on
-one small kernel through the old command (scripts/bench.py), whose run directory follows the results model, whose
+"""`make bench` is a mode of the bench (`python -m bench perf`, bench/perf/run.py): a real run in Chromium on
+one small kernel through its command line, whose run directory follows the results model, whose
 report draws ratios and times as inline SVG, and which /reports/ lists beside the comparison runs.  The report's
 startup, LiteRT, Node and transfer sections are checked on measure lines written here, without a browser."""
 
@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from bench import cli, results
+from bench.perf import run as perf
+from bench.report import perf as perf_report
+from bench.targets import Target
 from web.app import create_app
-from web.bench import cli, perf, perf_report, results
-from web.bench.session import Target
 from web.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,7 +30,7 @@ def _client(reports: Path) -> TestClient:
 @pytest.mark.slow
 def test_make_bench_writes_a_listed_run_with_plots(tmp_path: Path) -> None:
     # the narrowed command other work measures with, on one small kernel
-    cmd = [sys.executable, "scripts/bench.py", "--browsers", "chromium", "--cases", "relu,no_such_graph",
+    cmd = [sys.executable, "-m", "bench", "perf", "--browsers", "chromium", "--cases", "relu,no_such_graph",
            "--reps", "2", "--skip-startup", "--skip-node", "--skip-transfer", "--memory-runs", "0",
            "--out", str(tmp_path)]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
@@ -71,11 +73,11 @@ def test_make_bench_writes_a_listed_run_with_plots(tmp_path: Path) -> None:
     assert client.get("/api/reports").json()[0]["kind"] == "perf"
     page = client.get(f"/reports/{run_dir.name}/")
     assert page.status_code == 200 and "Performance bench" in page.text
-    listed = subprocess.run([sys.executable, "-m", "web.bench", "list", "--out", str(tmp_path)], cwd=REPO,
+    listed = subprocess.run([sys.executable, "-m", "bench", "list", "--out", str(tmp_path)], cwd=REPO,
                             capture_output=True, text=True, timeout=60)
     assert run_dir.name in listed.stdout and " perf " in listed.stdout
     (run_dir / "report.html").unlink()
-    rebuilt = subprocess.run([sys.executable, "-m", "web.bench", "report", str(run_dir)], cwd=REPO,
+    rebuilt = subprocess.run([sys.executable, "-m", "bench", "report", str(run_dir)], cwd=REPO,
                              capture_output=True, text=True, timeout=60)
     assert rebuilt.returncode == 0 and "Performance bench" in (run_dir / "report.html").read_text()
 
@@ -115,7 +117,7 @@ def test_report_sections_from_measure_lines(tmp_path: Path) -> None:
     w.measure("node", "node", {"overheadUsPerOp": 6.2, "chain500Ms": 3.1, "chain1Ms": 0.05, "memory": {
         "runs": 3, "currentStartMB": 10.0, "currentEndMB": 10.1, "heapStartMB": 60, "heapEndMB": 60,
         "peakMB": 21.1, "weightsMB": 14.0, "liveMB": 5.9, "budgetMB": 47.9, "medianMs": 300}})
-    w.measure("transfer", "", {"error": "SystemExit: bench_transfer: no package in dist: run make dist"})
+    w.measure("transfer", "", {"error": "SystemExit: transfer: no package in dist: run make dist"})
     perf_report.write_report(run_dir, {"finished": "now"})
     html = (run_dir / "report.html").read_text()
     for needle in ("startup breakdown, ms", "chromium cold (chain1)", "chromium warm (chain1)",

@@ -16,8 +16,9 @@ from urllib.parse import quote
 
 import pytest
 
-from web.bench import results
-from web.bench.session import free_port, remote_launch_options
+from bench import results
+from bench.server import free_port
+from bench.targets.playwright import remote_launch_options
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -56,7 +57,7 @@ def test_cases_run_on_a_remote_browser_through_run_server(run_server: str, tmp_p
         "-m",
         "pytest",
         "--pyargs",
-        "web.bench.suite",
+        "bench.suite",
         "-p",
         "no:cacheprovider",
         "-v",

@@ -13,11 +13,17 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from bench import results
+from bench.cases import graphs as cases
+from bench.cases.select import select
+from bench.perf import settle
+from bench.report import comparison as report
+from bench.run import compare
+from bench.run.runner import expand_impls, plan
+from bench.targets import remote_target
+from bench.targets.playwright import remote_launch_options
+from bench.targets.probe import VARIANTS, ImplState, Probe
 from web.app import create_app
-from web.bench import cases, compare, report, results, session
-from web.bench.probe import VARIANTS, ImplState, Probe
-from web.bench.runner import expand_impls, plan
-from web.bench.session import remote_launch_options, remote_target
 from web.settings import Settings
 
 GRAPHS = Path(__file__).resolve().parents[1] / "data" / "graphs"
@@ -43,17 +49,17 @@ def _case(tmp_path: Path, graph: dict, name: str = "g") -> cases.BenchCase:
 
 
 def test_selection_syntax() -> None:
-    firsts = cases.select("wpt@1")
+    firsts = select("wpt@1")
     assert len({c.op for c in firsts}) == len(firsts) > 40  # one case per operator file
-    conv = cases.select("wpt:conv2d+relu@2")
+    conv = select("wpt:conv2d+relu@2")
     assert [c.op for c in conv] == ["conv2d", "conv2d", "relu", "relu"]
-    both = cases.select(["wpt:relu@1", f"wpt:relu@1,{GRAPHS}"])
+    both = select(["wpt:relu@1", f"wpt:relu@1,{GRAPHS}"])
     assert both[0].id.startswith("wpt:relu/") and {c.id for c in both[1:]} >= {"graph:tiny_cnn/tiny-cnn"}
     assert len({c.id for c in both}) == len(both)  # repeats are dropped
     with pytest.raises(ValueError, match="no such file"):
-        cases.select("nowhere.json")
+        select("nowhere.json")
     with pytest.raises(ValueError, match="no WPT cases"):
-        cases.select("wpt:notAnOp")
+        select("wpt:notAnOp")
 
 
 def test_data_forms_resolve_to_the_same_values(tmp_path: Path) -> None:
@@ -113,7 +119,7 @@ def test_wire_case_tags_operands_bigints_and_non_finite_numbers(tmp_path: Path) 
 def test_tflite_models_become_cases_through_the_recording_loader() -> None:
     pytest.importorskip("tflite")
     try:
-        (case,) = cases.select("tflite:face_detection_short_range")
+        (case,) = select("tflite:face_detection_short_range")
     except (ValueError, FileNotFoundError) as e:
         pytest.skip(f"no MediaPipe model here: {e}")
     assert case.op == "tflite:face_detection_short_range" and case.model == "face_detection_short_range"
@@ -121,15 +127,15 @@ def test_tflite_models_become_cases_through_the_recording_loader() -> None:
     assert not case.invalid and not case.has_expected and set(case.outputs) == {"regressors", "classificators"}
     wire = cases.wire_case(case).to_json()
     assert len(wire["constants"]) > 50 and list(wire["inputs"]) == ["input"]
-    from web.bench.reference import run_reference
+    from bench.run.reference import run_reference
 
     outcome = run_reference(case, repeat=0)
     assert outcome.status == "ok" and outcome.outputs["regressors"].shape == (1, 896, 16)
 
 
 def test_graph_file_values_become_graph_case_arguments() -> None:
+    from bench.cases.graphs import file_graph
     from py_core import graphfile as gf
-    from web.bench.cases import file_graph
 
     rb = gf.Recorder()
     x = rb.input("x", {"dataType": "float32", "shape": [4]})
@@ -147,11 +153,11 @@ def test_graph_file_values_become_graph_case_arguments() -> None:
 
 def test_graph_files_are_cases_too() -> None:
     """A graph file (the gallery's recorded digits network here) is a case: the wire form is the same file."""
+    from bench.run.reference import run_reference
     from py_core import graphfile as gf
-    from web.bench.reference import run_reference
 
     path = Path(__file__).resolve().parents[2] / "web" / "gallery" / "models" / "digits.json"
-    (case,) = cases.select(str(path))
+    (case,) = select(str(path))
     assert case.id == "graph:digits/digits" and case.model == "digits" and not case.invalid
     wire = cases.wire_case(case)
     original = gf.load(path)
@@ -180,9 +186,9 @@ def test_distance_in_ulp_and_absolute_error_per_data_type() -> None:
 
 
 def test_check_uses_the_wpt_tolerance_of_the_graph() -> None:
-    from web.bench.reference import reference
+    from bench.run.reference import reference
 
-    case = cases.select("wpt:softmax@1")[0]
+    case = select("wpt:softmax@1")[0]
     contexts = reference(case).contexts
     ((name, spec),) = case.graph["expectedOutputs"].items()
     expected = np.array(spec["data"], np.float64).astype(np.float32).reshape(spec["descriptor"]["shape"])
@@ -204,9 +210,9 @@ def test_check_uses_the_wpt_tolerance_of_the_graph() -> None:
 def test_float64_reference_judges_cases_without_expected_values() -> None:
     """A graph file has no expected values: every implementation (the CPython reference too) is judged against
     the same graph run in float64, so the polyfill's own engine is not the judge of native WebNN."""
-    from web.bench.reference import float64_reference, reference
+    from bench.run.reference import float64_reference, reference
 
-    case = cases.select(str(cases.GRAPHS_DIR / "tiny_cnn.json"))[0]
+    case = select(str(cases.GRAPHS_DIR / "tiny_cnn.json"))[0]
     wide, ref32 = float64_reference(case), reference(case)
     assert wide.status == "ok", wide.error
     ((name, truth),) = wide.outputs.items()
@@ -222,11 +228,11 @@ def test_float64_reference_judges_cases_without_expected_values() -> None:
     bad, _ = compare.check_outputs(case, {name: off}, ref32.contexts, {name: off}, None, f64)
     assert not bad.ok and "exceeds" in bad.problems[0]
     # WPT cases keep their own (float64) expected values
-    assert float64_reference(cases.select("wpt:relu@1")[0]).status == "invalid"
+    assert float64_reference(select("wpt:relu@1")[0]).status == "invalid"
 
 
 def test_float64_reference_keeps_explicit_casts() -> None:
-    from web.bench.reference import float64_reference
+    from bench.run.reference import float64_reference
 
     (case,) = cases.load_graph_data({
         "inputs": {"x": {"descriptor": {"dataType": "float32", "shape": [3]}, "data": [0.1, 2049.0, -7.9]}},
@@ -250,22 +256,22 @@ def test_framework_cases_run_on_the_wasm_path_too() -> None:
     """onnx:/litert: cases: inputs fixed per case, the framework's CPython build as the expectation, and a
     `wasm` item (the framework's own WebAssembly path) before the WebNN implementations; graph cases have none."""
     pytest.importorskip("torch")
-    from web.bench.reference import float64_reference, reference
-    from web.bench.session import local_target
+    from bench.run.reference import float64_reference, reference
+    from bench.targets import local_target
 
-    onnx, litert = cases.select("onnx:encoder,litert:face_detection_short_range")
+    onnx, litert = select("onnx:encoder,litert:face_detection_short_range")
     assert (onnx.id, onnx.op, onnx.model) == ("onnx:encoder/encoder", "onnx:encoder", "onnx:encoder")
     assert onnx.client is not None and onnx.client["kind"] == "onnx" and onnx.client["outputs"] == ["output"]
     assert [i["shape"] for i in onnx.client["inputs"]] == [[1, 16, 64]]
     assert litert.client is not None and litert.client["outputs"] == ["regressors", "classificators"]
-    assert cases.select("onnx:encoder")[0].client == onnx.client  # the same inputs every time
+    assert select("onnx:encoder")[0].client == onnx.client  # the same inputs every time
     out = reference(onnx)
     assert out.status == "ok" and out.outputs["output"].shape == (1, 16, 64)
     assert out.outputs["output"].dtype == np.float32
     assert float64_reference(onnx).status == "invalid"
     assert onnx.tolerance == {"ulp": 0, "atol": pytest.approx(1e-3 * float(np.abs(out.outputs["output"]).max()))}
     t = local_target("chromium")
-    graph = cases.select("wpt:relu@1")[0]
+    graph = select("wpt:relu@1")[0]
     items = plan([graph, onnx], [t], expand_impls(["polyfill", "native:gpu"]))
     assert [i.id.split("-", 1)[1] for i in items] == [
         "wasm-onnx:encoder/encoder", f"polyfill-{graph.id}", "polyfill-onnx:encoder/encoder",
@@ -273,14 +279,14 @@ def test_framework_cases_run_on_the_wasm_path_too() -> None:
         "reference-onnx:encoder/encoder",
     ]
     with pytest.raises(ValueError, match="not a .onnx file nor a model"):
-        cases.select("onnx:nope")
+        select("onnx:nope")
 
 
 # ---------------------------------------------------------------------------------------------- targets
 
 
 def test_native_chromium_joins_chromium() -> None:
-    from web.bench.session import NATIVE_CHROMIUM, local_target, local_targets
+    from bench.targets import NATIVE_CHROMIUM, local_target, local_targets
 
     assert [t.id for t in local_targets(["chromium", "firefox"])] == ["chromium", NATIVE_CHROMIUM, "firefox"]
     assert [t.id for t in local_targets(["chromium"], native_chromium=False)] == ["chromium"]
@@ -303,7 +309,7 @@ def test_implementation_and_target_specs() -> None:
         remote_target("http://h:1/")
     opts = remote_launch_options("chromium")
     assert "--enable-features=WebMachineLearningNeuralNetwork" in opts["args"] and "env" not in opts
-    items = plan(cases.select("wpt:relu@2"), [t], [("polyfill", "default")])
+    items = plan(select("wpt:relu@2"), [t], [("polyfill", "default")])
     assert [i.id.split("-wpt:")[0] for i in items] == ["remote-mac-lab-firefox-polyfill"] * 2 + [
         "cpython-reference"
     ] * 2
@@ -470,21 +476,21 @@ def _jiffies(busy_windows: list[float]) -> Any:
 def test_settle_waits_for_consecutive_quiet_windows(monkeypatch: pytest.MonkeyPatch) -> None:
     # a busy window between two quiet ones starts the count again
     read = _jiffies([0.85, 0.85, 0.05, 0.6, 0.04, 0.02, 0.9])
-    monkeypatch.setattr(session, "_cpu_jiffies", read)
-    monkeypatch.setattr(session.time, "sleep", lambda s: None)
-    session.settle(max_s=60)
+    monkeypatch.setattr(settle, "_cpu_jiffies", read)
+    monkeypatch.setattr(settle.time, "sleep", lambda s: None)
+    settle.settle(max_s=60)
     assert read.state["reads"] == 7  # the first read, then six windows: the last two quiet
 
 
 def test_settle_gives_up_on_a_machine_that_stays_busy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(session, "_cpu_jiffies", _jiffies([1.0] * 1000))
-    waited = session.settle(max_s=0.35)
+    monkeypatch.setattr(settle, "_cpu_jiffies", _jiffies([1.0] * 1000))
+    waited = settle.settle(max_s=0.35)
     assert 0.35 <= waited < 1.0
 
 
 def test_settle_without_proc_stat_waits_a_fixed_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(session, "_cpu_jiffies", lambda: None)
-    assert 0.2 <= session.settle(max_s=0.2) < 0.6
+    monkeypatch.setattr(settle, "_cpu_jiffies", lambda: None)
+    assert 0.2 <= settle.settle(max_s=0.2) < 0.6
 
 
 def _timed(median: float, low: float, n: int = 60) -> dict[str, float]:
@@ -492,9 +498,8 @@ def _timed(median: float, low: float, n: int = 60) -> dict[str, float]:
 
 
 def test_small_ops_summary_shows_the_encoder_before_and_after_the_warm_up() -> None:
-    from web.scripts import load_script
+    from bench.perf import dispatch
 
-    dispatch = load_script("bench_dispatch")
     stat = _timed
     enc = {"wasm": stat(1.32, 1.25), "webnn-polyfill": stat(1.23, 1.17), "ratio": 0.93, "ratioOfMins": 0.94,
            "early": {"wasm": stat(1.95, 1.56, 20), "webnn-polyfill": stat(3.69, 1.55, 20),

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from pages import BOOT_TIMEOUT_MS, POLYFILL_BOOT, WEBKIT_OVER_WEBDRIVER, booted_page, open_window
 
-from web.bench.session import dev_server as serve_dev_server
+from bench.cases import client_models as client_model_files
+from bench.server import dev_server as serve_dev_server
 from web.browsers import launch_args, native_chromium_launch_args, playwright_has
-from web.scripts import load_script
 from web.served_files import ServedFiles
 from web.webdriver import WebDriverUnavailable, webkitgtk_session
 
@@ -106,9 +106,9 @@ def native_webnn_page(native_chromium_browser: Any, dev_server: str) -> Iterator
 
 @pytest.fixture(scope="session")
 def client_models() -> dict[str, Any]:
-    """The real clients' ONNX models (scripts/client_models.py), generated once into build/client-models and
+    """The real clients' ONNX models (bench/cases/client_models.py), generated once into build/client-models and
     kept between sessions; the dev server serves them at /clients/models/<name>.onnx."""
     pytest.importorskip("torch")
     pytest.importorskip("onnx")
-    models: dict[str, Any] = load_script("client_models").generate()["models"]
+    models: dict[str, Any] = client_model_files.generate()["models"]
     return models

@@ -1,9 +1,9 @@
 """Real WebNN clients, unchanged, on the polyfill: onnxruntime-web's WebNN execution provider on three generated
-ONNX models (scripts/client_models.py) and LiteRT.js's WebNN accelerator on MediaPipe models, each output within
+ONNX models (bench/cases/client_models.py) and LiteRT.js's WebNN accelerator on MediaPipe models, each output within
 1e-3 (max |ours - wasm| / max |wasm|) of the client's own WASM path in the same page, latencies printed and
 attached to the test report (record_property).
 
-The page is web/pages/clients (the harness the bench reuses), one per browser.  Chromium runs with its native
+The page is bench/pages/clients (the harness the bench reuses), one per browser.  Chromium runs with its native
 WebNN feature on, so navigator.ml is the browser's (Debian's build: present, createContext() rejects; the npm
 Chromium 153 that make setup installs: usable, a second page) and the clients reach the polyfill through the
 routed global MLGraphBuilder (ORT is given `await webnnPolyfill.ml.createContext()`, LiteRT.js sees navigator.ml
@@ -36,7 +36,7 @@ LITERT_MODELS = ("selfie_segmentation", "face_detection_short_range", "hand_land
 
 @pytest.fixture(scope="module", params=["as-installed", "native-usable"])
 def clients_page(browser_name: str, playwright: Any, dev_server: str, request: pytest.FixtureRequest) -> Iterator[Any]:
-    """web/pages/clients in this browser: Debian's Chromium with navigator.ml (its WebNN feature; unusable),
+    """bench/pages/clients in this browser: Debian's Chromium with navigator.ml (its WebNN feature; unusable),
     Firefox and WebKit without; and the npm Chromium 153 whose native WebNN works, where the clients run on it
     too."""
     url = f"{dev_server}/clients/"

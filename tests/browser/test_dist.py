@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 from pages import open_page
+from scriptfiles import load_script
 
-from web.scripts import load_script
 from web.static_host import StaticHost
 
 pytestmark = pytest.mark.browser

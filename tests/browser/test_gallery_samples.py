@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 import pytest
 from pages import open_page
+from scriptfiles import load_script
 
+from web import samples as make_samples
 from web.browsers import launch_args
-from web.scripts import load_script
 
 pytest.importorskip("ai_edge_litert.interpreter")
 pytest.importorskip("cv2")
@@ -38,7 +39,6 @@ TIMEOUT_MS = 240_000
 FACE = ref.ASTRONAUT_FACE
 
 
-make_samples = load_script("make_samples")
 train_digits = load_script("train_digits")
 
 

@@ -16,7 +16,6 @@ import pytest
 
 from py_core import graphfile as gf
 from py_core.runtime.executor import prepare
-from web.scripts import load_script
 from web.served_files import ServedFiles
 
 pytestmark = pytest.mark.browser
@@ -110,8 +109,9 @@ def test_a_python_written_file_replays_on_native_webnn(native_webnn_page: Any, s
 
 
 def test_perf_page_replays_bench_graph_files(browser: Any, dev_server: str, tmp_path: Path) -> None:
-    """scripts/bench_models.py's files (here the 500-operator chain and the sample) on the perf page."""
-    bench_models = load_script("bench_models")
+    """bench/perf/models.py's files (here the 500-operator chain and the sample) on the perf page."""
+    from bench.perf import models as bench_models
+
     files: dict[str, bytes] = {}
     index: dict[str, Any] = {}
     for name, graph in (("chain500", bench_models.chain_graph(500)), ("sample", _sample())):

@@ -115,7 +115,7 @@ def quiet_page(browser: Any, dev_server: str) -> Iterator[Any]:
 
 
 def test_worker_stats_report_memory_that_a_destroyed_tensor_gives_back(quiet_page: Any) -> None:
-    """workerStats()'s memory figures (what scripts/soak.py watches) move with a 16 MiB tensor's life."""
+    """workerStats()'s memory figures (what `python -m bench soak` watches) move with a 16 MiB tensor's life."""
     out = quiet_page.evaluate(r"""async () => {
       const ctx = window.__ctx, P = webnnPolyfill;
       const desc = {dataType: 'float32', shape: [1024, 4096], readable: true, writable: true};

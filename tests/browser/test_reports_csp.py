@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from web.bench import report, results
-from web.bench.session import dev_server
+from bench import results
+from bench.report import writer as report
+from bench.server import dev_server
 
 pytestmark = pytest.mark.browser
 

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from pages import POLYFILL_BOOT, booted_page, open_page
 
+from web import samples
 from web.browsers import launch_args
-from web.scripts import load_script
 
 pytestmark = pytest.mark.browser
 
@@ -293,7 +293,7 @@ def test_gallery_sample_composites_the_mask_through_webgpu(webgpu_page: Any, dev
 
     ref = pytest.importorskip("gallery_reference")
     skimage_data = pytest.importorskip("skimage.data")
-    load_script("make_samples").make_samples()
+    samples.make_samples()
     page, errors = open_page(webgpu_page.context, f"{dev_server}/gallery/samples.html#blur", GALLERY_TIMEOUT_MS)
     try:
         page.evaluate("window.gallery.ready")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from web.scripts import load_script
+from scriptfiles import load_script
 
 extract = load_script("extract_idl")
 DRAFT = extract.SOURCE  # the vendored draft and the committed IDL: the paths the script writes and reads

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from scriptfiles import load_script
+
 from py_core.spec import OPS
 from py_core.types import INT_RANGES, MAX_DIMENSION, MAX_UNSIGNED_LONG, DataType
-from web.scripts import load_script
 
 gen = load_script("gen_op_table")
 

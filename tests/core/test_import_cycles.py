@@ -1,9 +1,9 @@
-"""No import cycles inside py_core: the import graph of its modules, read with ast, has no strongly connected
-component larger than one module.
+"""No import cycles in the repository's Python: the import graph of every package at its top (py_core, web,
+bench) and of the tests' helper modules, read with ast, has no strongly connected component larger than one
+module.  The layers point one way: the dev server (web) never imports the bench, which builds on it.
 
 Every import counts, the ones deferred into a function body too: a deferred import hides a cycle from the
-interpreter (tflite.py once imported tflite_ops.py inside Emitter.run because tflite_ops.py imported
-tflite.py), it does not remove it.  Only imports under `if TYPE_CHECKING:` are left out, since they never run.
+interpreter, it does not remove it.  Only imports under `if TYPE_CHECKING:` are left out, since they never run.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+# every folder at the top of the repository that is a Python package
+PACKAGES = sorted(p.parent.name for p in ROOT.glob("*/__init__.py"))
 
 
 def modules(package: Path) -> dict[str, Path]:
@@ -21,6 +23,22 @@ def modules(package: Path) -> dict[str, Path]:
     for path in sorted(package.rglob("*.py")):
         parts = path.relative_to(package.parent).with_suffix("").parts
         found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def helper_modules() -> dict[str, Path]:
+    """The tests' helper modules (not test files, not conftest.py) by the name the tests import them under:
+    pytest puts each test folder, and tests/ itself (pythonpath), on sys.path."""
+    tests = ROOT / "tests"
+    return {p.stem: p for p in sorted(tests.glob("*.py")) + sorted(tests.glob("*/*.py"))
+            if not p.name.startswith(("test_", "conftest"))}
+
+
+def repository_modules() -> dict[str, Path]:
+    """Every module of the repository's packages and the tests' helpers."""
+    found = helper_modules()
+    for package in PACKAGES:
+        found.update(modules(ROOT / package))
     return found
 
 
@@ -108,6 +126,20 @@ def test_py_core_has_no_import_cycle() -> None:
     assert len(graph) > 50  # the walk found the package
     assert "py_core.loaders.tflite_ops" in graph["py_core.loaders.tflite"]
     assert cycles(graph) == []
+
+
+def test_the_repository_has_no_import_cycle() -> None:
+    graph = import_graph(repository_modules())
+    assert {"py_core", "web", "bench"} <= set(PACKAGES)
+    assert {"bench.cases.select", "bench.report.perf", "web.app", "pages", "scriptfiles"} <= set(graph)
+    assert "bench.cases.models" in graph["bench.cases.select"]  # imports across a package's modules are seen
+    assert cycles(graph) == []
+
+
+def test_the_dev_server_does_not_import_the_bench() -> None:
+    graph = import_graph(repository_modules())
+    assert "web.app" in graph["bench.pages"]  # the bench builds on the dev server
+    assert {(m, t) for m, ts in graph.items() if m.startswith("web") for t in ts if t.startswith("bench")} == set()
 
 
 def test_a_deferred_import_cycle_is_found(tmp_path: Path) -> None:

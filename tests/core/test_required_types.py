@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from scriptfiles import load_script
 
 from py_core.bridge.limits import op_limits, op_support_limits
 from py_core.builder import GraphBuilder
@@ -25,7 +26,6 @@ from py_core.runtime.executor import prepare
 from py_core.spec import OPS
 from py_core.spec.required import REQUIRED
 from py_core.types import MAX_DIMENSION, DataType
-from web.scripts import load_script
 
 gen = load_script("gen_required_types")
 DRAFT = gen.SOURCE  # the vendored draft, as the generator reads it

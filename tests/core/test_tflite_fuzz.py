@@ -13,9 +13,10 @@ import pytest
 
 tflite = pytest.importorskip("tflite")
 
+from scriptfiles import load_script  # noqa: E402
+
 from py_core.errors import TFLiteModelError  # noqa: E402
 from py_core.loaders import read_tflite  # noqa: E402
-from web.scripts import load_script  # noqa: E402
 
 fuzz = load_script("fuzz_tflite")
 

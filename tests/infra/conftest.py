@@ -12,8 +12,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-
-from web.scripts import load_script
+from scriptfiles import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 # `web` lives at the repo root and is not an installed package: make it importable under plain `pytest`.

@@ -10,8 +10,7 @@ from types import ModuleType
 
 import brotli
 import pytest
-
-from web.scripts import load_script
+from scriptfiles import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from scriptfiles import load_script
 
 from web import browsers
-from web.scripts import load_script
 
 
 @pytest.fixture(scope="module")

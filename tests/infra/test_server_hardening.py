@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import threading
 import warnings
 from pathlib import Path
@@ -19,10 +18,11 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # StarletteDeprecationWarning: it prefers httpx2; httpx works
     from fastapi.testclient import TestClient
 
+from bench import results
+from bench.report import comparison as report
+from bench.results import Result
+from bench.server import free_port, serve_app
 from web.app import create_app
-from web.bench import report, results
-from web.bench.results import Result
-from web.bench.session import free_port, serve_app
 from web.settings import PYODIDE_VERSION, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -267,7 +267,7 @@ def test_malformed_run_json_is_skipped_with_a_warning(tmp_path: Path, caplog: py
         path = d / "run.json"
         path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content, encoding="utf-8")
     client = _client(tmp_path, root)
-    with caplog.at_level(logging.WARNING, logger="web.bench.routes"):
+    with caplog.at_level(logging.WARNING, logger="bench.report.routes"):
         page = client.get("/reports/")
     assert page.status_code == 200
     assert "20260101-000000-good" in page.text and "3 pass" in page.text
@@ -306,8 +306,7 @@ def test_concurrent_first_sample_requests(tmp_path: Path) -> None:
     from skimage.io import imread
 
     repo = tmp_path / "repo"
-    (repo / "scripts").mkdir(parents=True)
-    shutil.copy(ROOT / "scripts" / "make_samples.py", repo / "scripts")
+    repo.mkdir(parents=True)
     settings = Settings(
         port=free_port(), cache_dir=tmp_path / "cache", repo_root=repo, reports_dir=tmp_path / "reports"
     )
