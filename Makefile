@@ -16,8 +16,9 @@ ESBUILD := node_modules/.bin/esbuild
 HOST    ?= 127.0.0.1
 PORT    ?= 8000
 PYTEST_ARGS ?=
-# Browser tests run in both engines; pytest-playwright makes each (test, browser) its own test id.
-BROWSERS ?= --browser chromium --browser firefox
+# Browser tests run in the three engines; pytest-playwright makes each (test, browser) its own test id.  WebKit
+# is WebKitGTK through WebDriver unless Playwright's own WebKit build is installed (tests/browser/pages.py).
+BROWSERS ?= --browser chromium --browser firefox --browser webkit
 
 POLYFILL_SRC := $(shell find polyfill/src -type f -name '*.js' 2>/dev/null)
 DIST := polyfill/dist

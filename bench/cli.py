@@ -1,11 +1,12 @@
 """Command line of the comparison bench, no pytest code needed.
 
-python -m bench run [--browser chromium --browser firefox] [--browser-endpoint ws://...] [--no-native-chromium]
-                        [--cases wpt@1,tests/data/graphs] [--impl polyfill --impl 'native:*']
-                        [--out reports] [--repeat 3] [--server URL] [--headed] [--quiet]
-python -m bench probe [--browser ...] [--browser-endpoint ...]
+python -m bench run [--browser chromium --browser firefox --browser webkit] [--browser-endpoint ws://...]
+                    [--webdriver-endpoint http://...#browser=safari] [--no-native-chromium]
+                    [--cases wpt@1,tests/data/graphs] [--impl polyfill --impl 'native:*']
+                    [--out reports] [--repeat 3] [--server URL] [--headed] [--quiet]
+python -m bench probe [--browser ...] [--browser-endpoint ...] [--webdriver-endpoint ...]
 python -m bench perf [--browsers chromium,firefox] [--cases mobilenetv2,matmul512,...] [--reps N] [--baseline]
-                         [--memory-runs 1000] [--skip-startup] [--skip-node] [--skip-transfer] [--out reports]
+                     [--memory-runs 1000] [--skip-startup] [--skip-node] [--skip-transfer] [--out reports]
 python -m bench report RUN_DIR
 python -m bench list [--out reports]
 python -m bench startup|soak|dispatch|transfer|models [--help | OPTIONS]
@@ -30,9 +31,11 @@ from bench import results as res
 from bench.cases.select import select
 from bench.run.runner import DEFAULT_IMPLS, Runner, expand_impls, plan
 from bench.server import dev_server
-from bench.targets import Target, local_targets, remote_target
+from bench.targets import Target, local_targets, remote_target, webdriver_target
 from bench.targets.playwright import BrowserSession
 from bench.targets.probe import VARIANTS
+from bench.targets.sessions import open_session
+from web.served_files import ServedFiles
 
 # python -m bench MODE ARGS: the module whose main(ARGS) runs it, and what it measures
 MODES = {
@@ -45,9 +48,10 @@ MODES = {
 
 
 def _targets(args: argparse.Namespace) -> list[Target]:
-    browsers = args.browser or ([] if args.browser_endpoint else ["chromium"])
+    browsers = args.browser or ([] if args.browser_endpoint or args.webdriver_endpoint else ["chromium"])
     native = not args.no_native_chromium
-    return local_targets(browsers, native_chromium=native) + [remote_target(e) for e in args.browser_endpoint]
+    return (local_targets(browsers, native_chromium=native) + [remote_target(e) for e in args.browser_endpoint]
+            + [webdriver_target(e) for e in args.webdriver_endpoint])
 
 
 @contextmanager
@@ -55,17 +59,18 @@ def _runner(args: argparse.Namespace, writer: res.RunWriter | None) -> Iterator[
     from playwright.sync_api import sync_playwright
 
     with ExitStack() as stack:
-        url = args.server or stack.enter_context(dev_server())
+        served = None if args.server else ServedFiles()
+        url = args.server or stack.enter_context(dev_server(wrap=served.wrap if served else None))
         pw = stack.enter_context(sync_playwright())
         base = {"headless": not args.headed}
 
         scripts = [Path(f).read_text(encoding="utf-8") for f in args.init_script]
 
-        def open_session(target: Target) -> BrowserSession:
+        def start(target: Target) -> BrowserSession:
             print(f"  starting {target.id} (browser, bench page, polyfill boot)...", flush=True)
-            return BrowserSession(pw, target, url, launch_base=base, init_scripts=scripts).start()
+            return open_session(pw, target, url, served=served, launch_base=base, init_scripts=scripts)
 
-        runner = Runner(open_session, writer, repeat=args.repeat)
+        runner = Runner(start, writer, repeat=args.repeat)
         try:
             yield runner
         finally:
@@ -172,6 +177,14 @@ def _browser_options(p: argparse.ArgumentParser) -> None:
         default=[],
         metavar="WS_URL",
         help="a remote browser served by `playwright run-server` (repeatable)",
+    )
+    p.add_argument(
+        "--webdriver-endpoint",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a browser behind a W3C WebDriver server (repeatable): safaridriver, a Selenium Grid, a cloud grid: "
+        "http://HOST:PORT/PATH[#browser=safari&name=LABEL&capabilities=JSON] (docs/webdriver.md)",
     )
     p.add_argument("--server", help="use this running dev server instead of starting one")
     p.add_argument("--headed", action="store_true", help="show the local browsers")

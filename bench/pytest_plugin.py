@@ -35,9 +35,12 @@ from bench.results import FAIL, PASS, UNAVAILABLE, Result, RunWriter
 from bench.run.compare import Pair, pairwise
 from bench.run.runner import DEFAULT_IMPLS, Item, Runner, expand_impls, plan
 from bench.server import dev_server
-from bench.targets import BrowserUnavailable, Target, local_targets, remote_target
+from bench.targets import BrowserUnavailable, Target, local_targets, remote_target, webdriver_target
 from bench.targets.playwright import BrowserSession
 from bench.targets.probe import USABLE, VARIANTS, Probe
+from bench.targets.sessions import open_session
+from bench.targets.webdriver import WebDriverSession
+from web.served_files import ServedFiles
 
 _REPORT_KEY = pytest.StashKey[dict[str, Any]]()
 _RUN_DIR_KEY = pytest.StashKey[Path]()
@@ -71,6 +74,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="WS_URL",
         help="a remote browser served by `playwright run-server` (repeatable): "
         "ws://HOST:PORT/[?browser=firefox&name=LABEL&launch-options=JSON]",
+    )
+    group.addoption(
+        "--webdriver-endpoint",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a browser behind a W3C WebDriver server (repeatable): safaridriver, a Selenium Grid, a cloud grid: "
+        "http://HOST:PORT/PATH[#browser=safari&name=LABEL&capabilities=JSON] (docs/webdriver.md)",
     )
     group.addoption(
         "--webnn-report",
@@ -135,10 +146,12 @@ def pytest_configure_node(node: Any) -> None:
 def _targets(config: pytest.Config) -> list[Target]:
     browsers = list(config.getoption("--browser", default=None) or [])
     endpoints = config.getoption("--browser-endpoint")
-    if not browsers and not endpoints:
+    webdrivers = config.getoption("--webdriver-endpoint", default=None) or []
+    if not browsers and not endpoints and not webdrivers:
         browsers = ["chromium"]
     native = not config.getoption("--no-webnn-native-chromium")
-    return local_targets(browsers, native_chromium=native) + [remote_target(e) for e in endpoints]
+    return (local_targets(browsers, native_chromium=native) + [remote_target(e) for e in endpoints]
+            + [webdriver_target(e) for e in webdrivers])
 
 
 def _impls(config: pytest.Config, definition: Any = None) -> list[tuple[str, str]]:
@@ -190,13 +203,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
 
 
 @pytest.fixture(scope="session")
-def webnn_server_url(pytestconfig: pytest.Config) -> Iterator[str]:
+def webnn_served_files(pytestconfig: pytest.Config) -> ServedFiles | None:
+    """What the bench's own dev server serves at /__files/ (framework models for WebDriver targets); None with
+    --webnn-server, whose app the bench cannot extend."""
+    return None if pytestconfig.getoption("--webnn-server") else ServedFiles()
+
+
+@pytest.fixture(scope="session")
+def webnn_server_url(pytestconfig: pytest.Config, webnn_served_files: ServedFiles | None) -> Iterator[str]:
     """The dev server the bench pages come from: --webnn-server, or one started for the session."""
     url = pytestconfig.getoption("--webnn-server")
-    if url:
+    if url or webnn_served_files is None:
         yield url
         return
-    with dev_server() as started:
+    with dev_server(wrap=webnn_served_files.wrap) as started:
         yield started
 
 
@@ -206,6 +226,7 @@ def webnn_runner(
     playwright: Any,
     browser_type_launch_args: dict[str, Any],
     webnn_server_url: str,
+    webnn_served_files: ServedFiles | None,
 ) -> Iterator[Runner]:
     """Opens each target's browser on first use (probed, bench page booted) and records every result."""
     worker = getattr(pytestconfig, "workerinput", {}).get("workerid")
@@ -213,12 +234,11 @@ def webnn_runner(
 
     scripts = [Path(f).read_text(encoding="utf-8") for f in pytestconfig.getoption("--webnn-init-script")]
 
-    def open_session(target: Target) -> BrowserSession:
-        return BrowserSession(
-            playwright, target, webnn_server_url, launch_base=browser_type_launch_args, init_scripts=scripts
-        ).start()
+    def start(target: Target) -> BrowserSession:
+        return open_session(playwright, target, webnn_server_url, served=webnn_served_files,
+                            launch_base=browser_type_launch_args, init_scripts=scripts)
 
-    runner = Runner(open_session, writer, repeat=pytestconfig.getoption("--webnn-repeat"))
+    runner = Runner(start, writer, repeat=pytestconfig.getoption("--webnn-repeat"))
     yield runner
     runner.close()
 
@@ -235,7 +255,7 @@ def _webnn_trace(
         if mode == "off":
             return
         session = webnn_runner.session(target)
-        if not isinstance(session, BrowserSession):  # traces are Playwright's
+        if not isinstance(session, BrowserSession) or isinstance(session, WebDriverSession):  # Playwright's
             return
         session.start_tracing()
         session.context.tracing.start_chunk(title=request.node.nodeid)

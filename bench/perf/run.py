@@ -50,7 +50,10 @@ from bench.report.perf import load_run, summary_lines, write_report
 from bench.server import dev_server
 from bench.targets import BrowserUnavailable, Target, local_target
 from bench.targets.playwright import BrowserSession
+from bench.targets.webdriver import WebDriverSession
+from web.browsers import playwright_has
 from web.settings import Settings
+from web.webdriver import WebDriverPage, webkitgtk_session
 
 # PYODIDE_WEBNN_BENCH_QUERY (e.g. "?plan=0") is added to the perf page's URL: worker switches for a before/after
 PAGE = "/perf/" + os.environ.get("PYODIDE_WEBNN_BENCH_QUERY", "")
@@ -156,6 +159,46 @@ class PerfSession(BrowserSession):
         return self.page.evaluate(js, arg)
 
 
+class PerfWebDriverSession(WebDriverSession):
+    """The perf page in a WebDriver browser (WebKitGTK here): the same cases, the same page-side timing."""
+
+    ready_js = PerfSession.ready_js
+
+    def __init__(self, target: Target, server_url: str, *, page_path: str = PAGE, timeout_ms: int) -> None:
+        super().__init__(target, server_url, served=None, timeout_ms=timeout_ms)
+        self.page_path = page_path
+
+    def perf(self, js: str, arg: Any = None) -> Any:
+        """page.evaluate on window.perf; errors propagate (the caller records them)."""
+        return self.page.evaluate(js, arg)
+
+
+def webdriver_startup(target: Target, base: str, counter: ByteCounter, case: str) -> dict[str, Any]:
+    """startup() in a WebDriver browser: a first window of a new session (its profile new, unless the browser
+    keeps automation profiles), then a second window of the same session (its caches warm)."""
+    out: dict[str, Any] = {"case": case}
+    session = PerfWebDriverSession(target, base, timeout_ms=PAGE_TIMEOUT_MS)
+    session.driver = session._stack.enter_context(webkitgtk_session())
+    try:
+        for label in ("cold", "warm"):
+            settled = settle()
+            page = WebDriverPage.new_window(session.driver, PAGE_TIMEOUT_MS)
+            counter.reset()
+            t0 = time.perf_counter()
+            page.goto(f"{base}{PAGE}")
+            page.wait_for_function("() => window.perf && window.perf.ready")
+            data = dict(page.evaluate("(name) => perf.startup(name)", case))
+            data.update(wallMs=(time.perf_counter() - t0) * 1e3, settledMs=settled * 1e3, bytes=counter.bytes,
+                        requests=counter.requests, notModified=counter.not_modified,
+                        largest=dict(sorted(counter.paths.items(), key=lambda kv: -kv[1])[:6]))
+            settle()  # its background stores done before the window closes
+            page.close()
+            out[label] = data
+    finally:
+        session.close()
+    return out
+
+
 def log(msg: str) -> None:
     """Progress on stderr (stdout carries the summary)."""
     print(f"bench: {msg}", file=sys.stderr, flush=True)
@@ -222,8 +265,8 @@ def error_result(target: Target, version: str, case: PerfCase, error: str, varia
                       source="perf", errors=[error])
 
 
-def run_cases(session: PerfSession, cases: Sequence[PerfCase], opts: PerfOptions, writer: res.RunWriter,
-              *, baseline: bool = False) -> dict[str, dict[str, Any]]:
+def run_cases(session: PerfSession | PerfWebDriverSession, cases: Sequence[PerfCase], opts: PerfOptions,
+              writer: res.RunWriter, *, baseline: bool = False) -> dict[str, dict[str, Any]]:
     """Time each case in the session's page; write result lines.  Returns the raw answers (the TFLite cases'
     inputs and outputs go to the LiteRT comparison, not to the run directory)."""
     raws: dict[str, dict[str, Any]] = {}
@@ -409,8 +452,13 @@ def run(opts: PerfOptions, out: Path, command: str) -> Path:
     with dev_server(wrap=wrap) as base, open_playwright() as pw:
         assert counter is not None
         for target in targets:
-            session = PerfSession(pw, target, base, launch_base={"headless": not opts.headed},
-                                  native_webnn=target.browser == "chromium", timeout_ms=PAGE_TIMEOUT_MS)
+            over_webdriver = target.browser == "webkit" and not playwright_has(pw.webkit)
+            session: PerfSession | PerfWebDriverSession
+            if over_webdriver:
+                session = PerfWebDriverSession(target, base, timeout_ms=PAGE_TIMEOUT_MS)
+            else:
+                session = PerfSession(pw, target, base, launch_base={"headless": not opts.headed},
+                                      native_webnn=target.browser == "chromium", timeout_ms=PAGE_TIMEOUT_MS)
             try:
                 log(f"{target.id}: starting (browser, perf page, polyfill boot)")
                 session.start()
@@ -423,7 +471,10 @@ def run(opts: PerfOptions, out: Path, command: str) -> Path:
                 page_runs[target.id] = run_cases(session, chosen, opts, writer)
                 writer.measure("worker", target.id, {"stats": session.perf("webnnPolyfill.workerStats()"),
                                                      "pageErrors": session.page_errors})
-                if SMALL_OPS in opts.cases:
+                if SMALL_OPS in opts.cases and over_webdriver:
+                    writer.measure("unavailable", f"{target.id}-smallOps",
+                                   {"reason": "the small-op cases open pages through Playwright"})
+                elif SMALL_OPS in opts.cases:
                     writer.measure("smallOps", target.id, small_ops(session.browser, base, target.id))
                 if opts.baseline:
                     session.page_path = PAGE + BASELINE_QUERY
@@ -432,7 +483,8 @@ def run(opts: PerfOptions, out: Path, command: str) -> Path:
                 if not opts.skip_startup:
                     for case in startup_cases:
                         log(f"{target.id}: startup with {case.name}")
-                        data = startup(pw, target, session.browser, base, counter, case.name)
+                        data = (webdriver_startup(target, base, counter, case.name) if over_webdriver
+                                else startup(pw, target, session.browser, base, counter, case.name))
                         writer.measure("startup", target.id, data)
             except BrowserUnavailable as e:
                 log(f"{target.id}: not installed here: {e}")
@@ -444,7 +496,8 @@ def run(opts: PerfOptions, out: Path, command: str) -> Path:
                 session.close()
         if not opts.skip_transfer:
             log("first visit's transfer from make dist's package (bench/perf/transfer.py)")
-            browsers = [t.browser for t in targets if not t.remote and t.id in ("chromium", "firefox", "webkit")]
+            browsers = [t.browser for t in targets if not t.remote and t.id in ("chromium", "firefox", "webkit")
+                        and playwright_has(getattr(pw, t.browser))]
             try:
                 writer.measure("transfer", "", transfer.measure(pw, browsers, repo_root / "dist"))
             except (Exception, SystemExit) as e:  # noqa: BLE001 - no dist/ is a reported state

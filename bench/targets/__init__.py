@@ -2,15 +2,16 @@
 a Session is one browser with the bench page open, the interface the runner and the perf bench drive.
 
 targets/playwright.py implements Session with Playwright: local browsers launched offline (web.browsers) and
-remote ones behind a `playwright run-server` endpoint.  Another protocol (WebDriver) is another module
-implementing the same Session."""
+remote ones behind a `playwright run-server` endpoint; targets/webdriver.py with W3C WebDriver: WebKitGTK here
+and any `--webdriver-endpoint` (safaridriver, a Selenium Grid, a cloud grid).  targets/sessions.py picks one."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from bench.targets.probe import Probe
 
@@ -22,15 +23,17 @@ NATIVE_CHROMIUM = "chromium-npm"
 
 @dataclass(frozen=True)
 class Target:
-    """A browser the bench runs in: local (launched here) or remote (a run-server endpoint)."""
+    """A browser the bench runs in: local (launched here) or remote (a run-server or WebDriver endpoint)."""
 
-    id: str  # in test ids and results: "chromium", "firefox", "remote-lab1-chromium"
-    browser: str  # Playwright browser type
-    endpoint: str | None = None
+    id: str  # in test ids and results: "chromium", "firefox", "remote-lab1-chromium", "webdriver-mac1-webkit"
+    browser: str  # the engine: chromium, firefox or webkit (Playwright's browser type names)
+    endpoint: str | None = None  # a run-server ws:// URL, or a WebDriver server's http(s):// URL
+    protocol: str = "playwright"  # or "webdriver"
+    capabilities: str = ""  # WebDriver: the session's capabilities, JSON
 
     @property
     def remote(self) -> bool:
-        """Whether the browser is reached through a run-server endpoint."""
+        """Whether the browser is reached through an endpoint (run-server or WebDriver)."""
         return self.endpoint is not None
 
 
@@ -70,6 +73,36 @@ def remote_target(endpoint: str) -> Target:
     return Target(f"remote-{name}-{browser}", browser, endpoint)
 
 
+# browserName as WebDriver servers spell it -> the engine the bench reports
+WEBDRIVER_ENGINES = {"safari": "webkit", "safari technology preview": "webkit", "minibrowser": "webkit",
+                     "webkitgtk": "webkit", "wpewebkit": "webkit", "chrome": "chromium", "chromium": "chromium",
+                     "microsoftedge": "chromium", "msedge": "chromium", "firefox": "firefox"}
+
+
+def webdriver_target(spec: str) -> Target:
+    """`--webdriver-endpoint URL[#browser=NAME&name=LABEL&capabilities=JSON]`: a WebDriver server (its URL as
+    Selenium takes it) and the capabilities of the session to ask for; `browser` is the browserName (default
+    the capabilities' own), `name` labels the device in test ids (default host-port).  docs/webdriver.md"""
+    url = urlsplit(spec)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise ValueError(f"--webdriver-endpoint '{spec}': expected an http:// or https:// URL")
+    options = parse_qs(url.fragment)
+    try:
+        capabilities = json.loads(options.get("capabilities", ["{}"])[0])
+    except ValueError as e:
+        raise ValueError(f"--webdriver-endpoint '{spec}': capabilities are not JSON ({e})") from None
+    if not isinstance(capabilities, dict):
+        raise ValueError(f"--webdriver-endpoint '{spec}': capabilities must be a JSON object")
+    browser = options.get("browser", [capabilities.get("browserName", "")])[0]
+    if not browser:
+        raise ValueError(f"--webdriver-endpoint '{spec}': say which browser (#browser=safari or a browserName "
+                         "capability)")
+    capabilities["browserName"] = browser
+    engine = WEBDRIVER_ENGINES.get(browser.lower(), browser.lower())
+    name = options.get("name", [f"{url.hostname}-{url.port or ''}".rstrip("-")])[0]
+    endpoint = urlunsplit(url._replace(fragment=""))
+    return Target(f"webdriver-{name}-{engine}", engine, endpoint, protocol="webdriver",
+                  capabilities=json.dumps(capabilities, sort_keys=True))
 
 
 class Session(Protocol):
