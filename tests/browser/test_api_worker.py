@@ -27,8 +27,8 @@ CASES = [(scope, kind) for scope in SCOPES for kind in ("classic", "module")]
 @pytest.fixture(scope="module")
 def worker_reports(browser: Any, dev_server: str) -> Iterator[dict[Any, Any]]:
     """Every (scope, kind) case run in one page, one after the other (each boots two Pyodides); their reports by
-    (scope, kind). One run of the earlier side-by-side version never reported in Firefox (see the README's
-    "In workers"): a case now has a deadline, and cases run one at a time."""
+    (scope, kind). Each case has a deadline, so a worker that never reports is a failure with a message, and
+    cases run one at a time (two dedicated workers booting side by side in one Firefox page can hang)."""
     context = browser.new_context()
     page, errors = open_page(context, f"{dev_server}/test/worker.html", WORKER_BOOT_MS)
     reports: dict[Any, Any] = {}

@@ -245,7 +245,7 @@ def test_a_whole_graph_call_runs_in_place_on_arrays_of_the_callers(make) -> None
 
 def test_a_one_operator_graph_on_a_few_floats_runs_directly() -> None:
     """A lone small step stays Python inside a bigger graph, but as the whole graph it lowers: the worker then runs
-    it with no Python (the 1-op round trip of #16)."""
+    it with no Python (the 1-op round trip)."""
     def make(b):
         return {"y": b.relu(b.input("x", {"dataType": "float32", "shape": [4]}))}
 

@@ -138,7 +138,7 @@ function b64(f32) {
 }
 
 /** Time one case: the polyfill and (when there is an ONNX file) ORT-web with 1 and 2 threads, interleaved. */
-// `split` (#16 line 4): the polyfill's graph with one graph over both cores on, and the same graph with it off
+// `split`: the polyfill's graph with one graph over both cores on, and the same graph with it off
 // as 'polyfill-unsplit', timed interleaved; result.split has the speed-up and the two outputs' agreement.
 async function run(name, {reps = 10, warmup = 2, seconds = 60, threads = [1, 2], returnOutputs = false,
   split = false} = {}) {
@@ -208,7 +208,7 @@ async function run(name, {reps = 10, warmup = 2, seconds = 60, threads = [1, 2],
 /** Startup: script tag -> context -> built graph, with the polyfill's own boot timings; calledMs: when this page
  *  asked for its context (its own scripts ran first: the polyfill boots at the first createContext()), moduleMs:
  *  when this module ran.  The graph file is fetched while the context is created, as a page that loads a model
- *  would (until session 10 it was fetched after: 40-130 ms more in Chromium); fetchMs is the wait for it after
+ *  would (fetching it after the context costs 40-130 ms more in Chromium); fetchMs is the wait for it after
  *  the context, fileMs when it was in hand. */
 async function startup(name) {
   const t0 = window.__t_script;
