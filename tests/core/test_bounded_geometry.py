@@ -228,7 +228,7 @@ def test_conv_transpose2d_huge_geometry(case, constant_filter):
 
 
 POOL_CASES = [
-    # every window covers the whole input and 20000 rows/columns of padding (the old kernel padded 20003^2)
+    # every window covers the whole input and 20000 rows/columns of padding (a padded copy would be 20003^2)
     dict(x=(1, 2, 3, 3), windowDimensions=[20001, 20001], padding=[10000] * 4),
     # the conv2d case's geometry as a pool: strided, dilated, mostly padding
     dict(x=(1, 2, 5, 5), windowDimensions=[3, 3], padding=[12000] * 4, strides=[30000, 30000],
