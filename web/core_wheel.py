@@ -17,6 +17,10 @@ SOURCE_SUFFIXES = (".py", ".json")
 # .so: Pyodide's loadPackage links every .so of a wheel at install, also in the page's Pyodide, which never calls
 # the kernels (measured +0.57 s to the page's boot in Firefox); the worker's ctypes.CDLL loads it on import.
 NATIVE_SUFFIX = ".wasm32.wasm"
+# Subpackages that stay out of the wheel: py_core/testing holds the test oracles (the WPT runner, the tolerance
+# table, float64 references), which run under CPython and in the tests' own Pyodide (tests/pyodide mounts the
+# checkout), never in a browser.
+EXCLUDED_SUBPACKAGES = ("testing",)
 TAG = "py3-none-any"
 # A fixed timestamp makes the wheel bytes (and so its hash) depend on the sources alone.
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
@@ -68,7 +72,8 @@ def read_project_meta(pyproject: Path) -> ProjectMeta:
 
 
 def source_files(pkg_dir: Path) -> list[Path]:
-    """The package's .py and .json files and the wasm C kernels, sorted, skipping caches and hidden directories."""
+    """The package's .py and .json files and the wasm C kernels, sorted, skipping caches, hidden directories and
+    EXCLUDED_SUBPACKAGES."""
     if not pkg_dir.is_dir():
         return []
     found = [
@@ -76,9 +81,15 @@ def source_files(pkg_dir: Path) -> list[Path]:
         for p in pkg_dir.rglob("*")
         if (p.suffix in SOURCE_SUFFIXES or p.name.endswith(NATIVE_SUFFIX))
         and p.is_file()
-        and not any(part == "__pycache__" or part.startswith(".") for part in p.relative_to(pkg_dir).parts)
+        and not _skipped(p.relative_to(pkg_dir).parts)
     ]
     return sorted(found)
+
+
+def _skipped(parts: tuple[str, ...]) -> bool:
+    if len(parts) > 1 and parts[0] in EXCLUDED_SUBPACKAGES:
+        return True
+    return any(part == "__pycache__" or part.startswith(".") for part in parts)
 
 
 def _record_hash(data: bytes) -> str:

@@ -95,7 +95,7 @@ class WorkerHost:
         self.graphs: dict[int, tuple[int, Executable]] = {}
         self.tensors: dict[int, TensorSlot] = {}
         self._checked: set[tuple[Any, ...]] = set()  # (graph, bindings) whose descriptors match (dispatch)
-        # Direct mode (#16 line 2; the engine's `direct` switch): the worker's JavaScript writes and reads tensors
+        # Direct mode (the engine's `direct` switch): the worker's JavaScript writes and reads tensors
         # at their heap addresses with no Python call, and dispatches through `bind` once and `run_bound` after.
         # Each tensor then owns its array alone (nothing else refers to it: writes land in it in place) and its
         # address is kept in `table` (uintp: uint32 in wasm32; one entry per tensor index the JavaScript side

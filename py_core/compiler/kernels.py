@@ -107,7 +107,7 @@ class PackedConv2d:
         self.groups = groups
         w = filter_hwio.astype(F32)
         # the NumPy paths below copy the input into a padded buffer: fine for the padding real models use, but
-        # padding far beyond the input and the window (issue #13) takes the reference kernel, which reads only
+        # padding far beyond the input and the window takes the reference kernel, which reads only
         # the taps landing inside the input; an im2col matrix past MAX_IM2COL_BYTES takes it on C too (it
         # builds the matrix tile by tile)
         oh, ow = out_shape[1:3] if layout == "nhwc" else out_shape[2:4]

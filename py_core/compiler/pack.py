@@ -42,7 +42,7 @@ def pack_weights(prog: Program) -> None:
         node.epilogue = []  # inside the packed kernel now
         node.fresh = True
         packed += 1
-    # weights now live inside the kernels: drop constants no node reads any more
+    # weights live inside the packed kernels: drop constants no node reads
     read = {i for n in prog.nodes for i in n.input_ids()} | set(prog.outputs.values())
     prog.constants = {i: c for i, c in prog.constants.items() if i in read}
     if packed:

@@ -1,5 +1,5 @@
 """Compiled plan: each maximal run of consecutive steps whose kernel has a C form runs as ONE call into the C
-kernels (`wk_run_plan` in py_core/kernels/native/webnn_plan.c): Python plans, C runs (#16 line 2).
+kernels (`wk_run_plan` in py_core/kernels/native/webnn_plan.c): Python plans, C runs.
 
 Per step, the Python executor spends 10-30 us in wasm on the call itself (keyword dict, kernel wrapper, checks,
 ctypes marshalling, a new output array), the rest of which a plan pays once at build: here every step with a C
@@ -10,7 +10,7 @@ written before each call: the graph's inputs, values computed by Python steps, a
 are new arrays every run (a caller owns its results: no later run overwrites them; graph inputs are never
 written).  Steps without a C form stay Python steps between the C segments.
 
-Memory safety (#13): the words are the only thing C trusts.  Every count is derived from the graph's shapes and
+Memory safety: the words are the only thing C trusts.  Every count is derived from the graph's shapes and
 checked here (every integer word below 2^62; conv geometry through the kernel's own `conv_fits`, the product's
 operands through the same shape rules as the ctypes wrappers), and every buffer the table names holds at least
 the floats its value has: the plan's own by construction, the ones written per run checked for float32, C order

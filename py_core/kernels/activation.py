@@ -30,7 +30,7 @@ from py_core.kernels.traits import (
 F32 = np.dtype(np.float32)
 # Below this many elements the NumPy kernels win: a C kernel call costs 10-25 us of Python in Pyodide (its
 # wrapper's checks, two data pointers, the ctypes call; measured on relu of [4]) against about 6 us for the
-# NumPy select, which is what a 1-operator dispatch pays (#16 line 2).  The results are the same either way for
+# NumPy select, which is what a 1-operator dispatch pays.  The results are the same either way for
 # relu, clamp and hardSwish (exact, or the same operations in the same order).
 NATIVE_MIN = 2048
 # exp(-x) overflows float32 below this; sigmoid there is exp(x) to within rounding (1 + e^-x == e^-x)

@@ -5,7 +5,7 @@ Along one axis a tap `i` links position `a` on one side to `b = a * stride + i *
 (conv2d and the pools: a = output, b = input, offset = -padding; convTranspose2d: a = input, b = output,
 offset = -padding).  For every tap that links anything, `spans` gives the contiguous range of `a` and the
 strided slice of `b` it links, so a kernel only touches positions inside both tensors: padding, dilation and
-stride gaps cost nothing, whatever their size (issue #13: padding 12000 / strides 30000 used to allocate GBs).
+stride gaps cost nothing, whatever their size (padding 12000 with strides 30000 reads as little as padding 0).
 """
 
 from __future__ import annotations

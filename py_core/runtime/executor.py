@@ -156,7 +156,7 @@ class Executable:
                     continue
                 one = step.one
                 kw: dict[str, Any]
-                if one is not None:  # one operand, one output: the element-wise bulk of small-op graphs (#16 line 2)
+                if one is not None:  # one operand, one output: the element-wise bulk of small-op graphs
                     kw = {one: vals[step.one_slot]}
                 else:
                     kw = {}

@@ -193,11 +193,11 @@ def conv_gather_case(rng: np.random.Generator, case: tuple[Any, ...], o: int = 6
     return error(got, want), tolerance(c * kh * kw)
 
 
-# Geometry at the edges of unsigned long (issue #13: ctypes.c_int wrapped these and the kernels read outside
+# Geometry at the edges of unsigned long (a ctypes.c_int would wrap these and the kernels would read outside
 # their buffers): (n, c, h, w, kh, kw, strides, dilations, padding top/bottom/left/right), outputs small.
 EDGE = 2**31 - 1
 EDGE_CASES = [
-    (1, 2, 1, 33, 1, 2, (1, 2), (1, EDGE), (0, 0, EDGE, 1)),  # the issue's conv2d: tap 1 reads column 2 * ow
+    (1, 2, 1, 33, 1, 2, (1, 2), (1, EDGE), (0, 0, EDGE, 1)),  # a dilated conv2d: tap 1 reads column 2 * ow
     (1, 3, 2, 5, 2, 2, (1, 1), (2**31, 2**31), (EDGE, 1, 2**31, 0)),  # 2^31 is INT_MIN as an int32
     (1, 4, 3, 3, 1, 1, (2**32 - 1, 2**32 - 1), (1, 1), (0, 2**32 - 1, 0, 2**32 - 1)),  # output 1 in padding
     (1, 9, 4, 4, 3, 3, (1, 1), (2**32 - 1, 2**32 - 1), (2**32 - 1,) * 4),  # middle tap reads, outer two pad

@@ -1,4 +1,4 @@
-"""Issue #13 item 2 in a real browser: the issue's conv2d (padding 12000, strides 30000) and convTranspose2d
+"""Work bounded by the graph in a real browser: a conv2d with padding 12000, strides 30000 and a convTranspose2d
 (strides and padding 16000) compute the definition's values on every engine path (filter an input: the NumPy
 reference kernel; filter a constant: the pre-packed kernel, C in the worker), and an implementation limit is a
 WebNN error naming the op, its label and the limit, never Python or NumPy text.  Chromium is enough here: the
@@ -20,13 +20,13 @@ T = (np.arange(9, dtype=np.float32) + 1).reshape(1, 1, 3, 3)
 
 # (name, op, input, filter, options, expected output): the expected values follow from the definition by hand
 CASES = [
-    # the issue's conv2d: the one output's window lies wholly in the padding, so it is the bias alone
+    # padding 12000, strides 30000: the one output's window lies wholly in the padding, so it is the bias alone
     ("conv2d padding 12000 strides 30000", "conv2d", X, W, {"padding": [12000] * 4, "strides": [30000, 30000]},
      np.full((1, 1, 1, 1), 0.5)),
     # dilation 6000 puts the last tap on input (0, 0): x[0, 0] * w[2, 2] + bias
     ("conv2d with dilations 6000", "conv2d", X, W,
      {"padding": [12000] * 4, "strides": [30000, 30000], "dilations": [6000, 6000]}, np.full((1, 1, 1, 1), 9.5)),
-    # the issue's convTranspose2d: the 32003^2 scatter cropped to 3x3, where only x[1, 1] lands: x[1, 1] * w + bias
+    # stride and padding 16000: the 32003^2 scatter cropped to 3x3, where only x[1, 1] lands: x[1, 1] * w + bias
     ("convTranspose2d stride and padding 16000", "convTranspose2d", T.reshape(1, 1, 3, 3), W,
      {"padding": [16000] * 4, "strides": [16000, 16000]}, (5 * W + 0.5).reshape(1, 1, 3, 3)),
 ]

@@ -241,7 +241,7 @@ def test_integer_scalar_constants_cast_like_cast_number(webnn_page: Any) -> None
         problems += [f"{data_type.value} constant({c}): got {g}, cast_number gives {w}"
                      for c, g, w in zip(INT_CAST_CASES, got[data_type.value], want, strict=True) if g != w]
     assert problems == [], "\n".join(problems)
-    # the WPT vector the rule comes from, and the cases the old round-half-even got wrong
+    # the WPT vector the rule comes from, and the cases round-half-even would get wrong
     assert cast_number(3.9, DataType.INT64) == 3
     assert got["int8"][INT_CAST_CASES.index("2.7")] == "2" and got["int8"][INT_CAST_CASES.index("-2.7")] == "-2"
 

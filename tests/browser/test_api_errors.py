@@ -1,4 +1,4 @@
-"""Every error path of issue 4 items 1-4 in both browsers: the spec's error type (TypeError or the DOMException
+"""Every error path of the API in both browsers: the spec's error type (TypeError or the DOMException
 name), thrown synchronously or as a rejection exactly as the IDL return type says.
 
 Where the WPT vectors disagree with the spec text, the WPT expectation is used (named in the case list and in the

@@ -229,7 +229,7 @@ async () => {
 
 def _check_routing(page: Any, native_usable: bool) -> None:
     """new MLGraphBuilder(ctx) builds with the implementation that owns ctx, whoever holds the global names;
-    instanceof on the global interfaces is true for the objects of both (issue 14, item 2)."""
+    instanceof on the global interfaces is true for the objects of both."""
     r = page.evaluate(ROUTING_JS)
     good = {"result": [0, 2, 0, 4], "builderInstanceofGlobal": True, "instanceofGlobals": [True] * 5}
     assert r["polyfill"] == {**good, "builderIsPolyfill": True}, r

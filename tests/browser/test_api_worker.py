@@ -27,7 +27,8 @@ CASES = [(scope, kind) for scope in SCOPES for kind in ("classic", "module")]
 @pytest.fixture(scope="module")
 def worker_reports(request: pytest.FixtureRequest, browser_name: str, dev_server: str) -> Iterator[dict[Any, Any]]:
     """Every (scope, kind) case run in one page, one after the other (each boots two Pyodides); their reports by
-    (scope, kind). Each case has a deadline, so a worker that never answers fails its case instead of the run."""
+    (scope, kind). Each case has a deadline, so a worker that never reports is a failure with a message, and
+    cases run one at a time (two dedicated workers booting side by side in one Firefox page can hang)."""
     with open_window(request, browser_name, f"{dev_server}/test/worker.html", WORKER_BOOT_MS) as page:
         reports: dict[Any, Any] = {}
         for scope, run in SCOPES.items():

@@ -1,8 +1,7 @@
-"""Issue #13 item 1 in a real browser: the depthwise conv2d whose padding and dilations lie near 2^31 (and its
+"""C kernel bounds in a real browser: the depthwise conv2d whose padding and dilations lie near 2^31 (and its
 2^31 / 2^32 - 1 neighbours) computes the definition's values through the public API, on the worker's wasm C
-kernels (constant filter: the pre-packed kernel) and on the NumPy reference (filter an input).  Before the C
-kernels indexed in 64 bits, these copied worker heap bytes into the output or trapped the worker (the same wasm
-under Node returned values off by up to 14 for these cases).  Shares the one-op runner of pages.py and the booted page."""
+kernels (constant filter: the pre-packed kernel) and on the NumPy reference (filter an input).  The C kernels
+index in 64 bits: with 32-bit indices these cases copy worker heap bytes into the output or trap the worker.  Shares the one-op runner of pages.py and the booted page."""
 
 from __future__ import annotations
 
@@ -18,7 +17,7 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.mark.parametrize("constant_filter", [True, False], ids=["filter-constant", "filter-input"])
-@pytest.mark.parametrize("index", [0, 1, 3], ids=["issue", "2^31", "2^32-1"])
+@pytest.mark.parametrize("index", [0, 1, 3], ids=["2^31-1", "2^31", "2^32-1"])
 def test_edge_geometry_computes_the_definition(webnn_page: Any, index: int, constant_filter: bool) -> None:
     n, c, h, w, kh, kw, strides, dil, pad = native_check.EDGE_CASES[index]
     rng = np.random.default_rng(index)

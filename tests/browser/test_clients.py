@@ -127,7 +127,7 @@ def test_onnxruntime_webnn_ep_matches_its_wasm_ep(model: str, clients_page: Any,
 
     report = _compare(clients_page, run, record_property, f"onnxruntime-web {model}")
     # the LSTM/GRU tagger is split around Atan: two WebNN subgraphs and a CPU node between them, so ORT hands
-    # MLTensors back and forth (its readTensor into an Int8Array view of its heap is what used to hang)
+    # MLTensors back and forth (its readTensor into an Int8Array view of its heap must settle)
     split = report["webnn-polyfill"]["partitions"]
     if model == "lstm_gru":
         assert split["partitions"] == 2 and split["supported"] == split["nodes"] - 1, split

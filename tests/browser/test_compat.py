@@ -1,7 +1,7 @@
 """docs/compatibility.md's table, row by row, in the default (Chromium-compatible) mode and in strict mode
 (data-strict: the draft's behaviour).  The rows are read from the document: a row without a check here, or a
 check without a row there, fails.  Strict mode is also reached through WEBNN_POLYFILL_CONFIG.strict (the clients
-page with ?strict), where both real clients fail exactly as issue 14 found them."""
+page with ?strict), where both real clients fail in the draft's known ways."""
 
 from __future__ import annotations
 
@@ -166,7 +166,7 @@ async () => {
 
 def test_strict_mode_from_the_config_object_breaks_both_clients(
         browser: Any, dev_server: str, client_models: dict[str, Any]) -> None:
-    """WEBNN_POLYFILL_CONFIG.strict gives the draft, and both clients then fail as issue 14 found them: LiteRT.js
+    """WEBNN_POLYFILL_CONFIG.strict gives the draft, and both clients then fail: LiteRT.js
     cannot read MLGraph.devices; ORT's run of a partly delegated model never settles (readTensor's view type)."""
     context = browser.new_context()
     try:

@@ -1,4 +1,4 @@
-"""The dispatch path of #16 lines 2 and 4: timeline calls batched into one message each way (rpc.js, engine.js),
+"""The dispatch path: timeline calls batched into one message each way (rpc.js, engine.js),
 contexts spread over a pool of workers (pool.js), large writes and reads copied through staging buffers the
 worker hands back (rpc.js) and the worker's direct mode (engine.js: writes and reads by heap address with no
 Python call, dispatches through bindings checked once), against the same path with all four switched off

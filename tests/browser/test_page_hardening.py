@@ -1,4 +1,4 @@
-"""The page side of hardening (issue #13): no WebNN on insecure origins, and no wheel installed whose bytes
+"""The page side of hardening: no WebNN on insecure origins, and no wheel installed whose bytes
 do not match their sha256.
 
 An insecure origin needs a host name that is not loopback (http://127.0.0.1 and http://localhost are secure

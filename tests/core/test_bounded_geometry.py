@@ -1,4 +1,4 @@
-"""Work bounded by the graph, not by its options (issue #13, item 2): convolutions, transposed convolutions and
+"""Work bounded by the graph, not by its options: convolutions, transposed convolutions and
 pools with padding, strides, dilations and windows in the tens of thousands run in milliseconds with memory
 close to their inputs and outputs, and give the values of a float64 reference written from the spec's
 definition.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-conv2d"""
@@ -149,7 +149,7 @@ def _close(got: np.ndarray, ref: np.ndarray) -> None:
 # ------------------------------------------------------------------------------------------------- cases
 
 CONV_CASES = [
-    # the issue's case: a 1-element output that only padding reaches (the old kernel padded 24005 x 24005)
+    # a 1-element output that only padding reaches (a padded copy of the input would be 24005 x 24005)
     dict(x=(1, 1, 5, 5), w=(1, 1, 3, 3), padding=[12000] * 4, strides=[30000, 30000]),
     # the same, with a dilation that puts the last tap on the input's corner
     dict(x=(1, 2, 5, 5), w=(3, 2, 3, 3), padding=[12000] * 4, strides=[30000, 30000], dilations=[6000, 6000]),
@@ -190,7 +190,7 @@ def test_conv2d_huge_geometry(case, layout, conv_path):
 
 
 TCONV_CASES = [
-    # the issue's case: stride and padding 16000 (the old kernel built the 32003 x 32003 canvas, 3.8 GiB)
+    # stride and padding 16000 (a full scatter canvas would be 32003 x 32003, 3.8 GiB)
     dict(x=(1, 1, 3, 3), w=(1, 1, 3, 3), padding=[16000] * 4, strides=[16000, 16000]),
     dict(x=(1, 2, 3, 4), w=(2, 3, 2, 3), padding=[16000, 16001, 15999, 16000], strides=[16000, 16000],
          dilations=[7, 8000]),
@@ -228,7 +228,7 @@ def test_conv_transpose2d_huge_geometry(case, constant_filter):
 
 
 POOL_CASES = [
-    # every window covers the whole input and 20000 rows/columns of padding (the old kernel padded 20003^2)
+    # every window covers the whole input and 20000 rows/columns of padding (a padded copy would be 20003^2)
     dict(x=(1, 2, 3, 3), windowDimensions=[20001, 20001], padding=[10000] * 4),
     # the conv2d case's geometry as a pool: strided, dilated, mostly padding
     dict(x=(1, 2, 5, 5), windowDimensions=[3, 3], padding=[12000] * 4, strides=[30000, 30000],
@@ -367,8 +367,8 @@ def test_packed_conv2d_past_the_im2col_limit_runs_tiled(conv_path):
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=2e-3)
 
 
-def test_worker_dispatch_of_the_issue_cases():
-    """Through the worker's host, as the page drives it: the issue's convTranspose2d dispatches and reads back the
+def test_worker_dispatch_of_huge_geometry():
+    """Through the worker's host, as the page drives it: the stride-16000 convTranspose2d dispatches and reads back the
     definition's values; a dispatch the kernel refuses comes back as error JSON naming op and label."""
     host = WorkerHost()
     b = GraphBuilder()

@@ -245,7 +245,7 @@ def test_a_whole_graph_call_runs_in_place_on_arrays_of_the_callers(make) -> None
 
 def test_a_one_operator_graph_on_a_few_floats_runs_directly() -> None:
     """A lone small step stays Python inside a bigger graph, but as the whole graph it lowers: the worker then runs
-    it with no Python (the 1-op round trip of #16)."""
+    it with no Python (the 1-op round trip)."""
     def make(b):
         return {"y": b.relu(b.input("x", {"dataType": "float32", "shape": [4]}))}
 
@@ -399,8 +399,8 @@ def test_linear_resample_lowers_and_equals_numpy(shape, axes, sizes) -> None:
 
 
 def test_pools_and_resamples_inside_a_graph_join_its_segment() -> None:
-    """A TFLite-like block (conv, max pool, upsampling, add): one segment, where maxPool2d and resample2d used to
-    split it in three."""
+    """A TFLite-like block (conv, max pool, upsampling, add): one segment: maxPool2d and resample2d
+    have C forms, so they do not split it in three."""
     def make(b):
         x = b.input("x", {"dataType": "float32", "shape": [1, 16, 16, 8]})
         y = b.conv2d(x, const(b, (8, 3, 3, 8)), padding=[1, 1, 1, 1], inputLayout="nhwc", filterLayout="ohwi")

@@ -5,13 +5,13 @@ Every case is built through GraphBuilder (so validation applies) and compiled as
 with the C kernels (py_core.kernels.native) and without (`native.use_native(False)`).  Geometry values come
 from small numbers and from the edges of `unsigned long` (2^16, 2^31 - 1, 2^31, 2^32 - 1), arranged so the
 OUTPUT stays small: a huge stride with a huge end padding, a huge dilation with a beginning padding that lines a
-far tap up with the input (the shape of the issue #13 conv2d that read outside its buffers).
+far tap up with the input (the shape of conv2d that 32-bit indexing would read outside its buffers).
 
 Budget: `make test` runs a fixed, derandomized set (WEBNN_FUZZ_EXAMPLES examples per operator, default 30); the
 deep run is `make fuzz` (scripts/fuzz.py: random seeds, thousands of examples, statistics printed).
 
 Cases whose padded extent is huge (more than 2^22 elements, up to 2^64) are tallied as an event: the NumPy kernels
-read only the taps inside the input (issue #13 item 2), so every path runs them.  WEBNN_FUZZ_MATERIALISE=N skips
+read only the taps inside the input, so every path runs them.  WEBNN_FUZZ_MATERIALISE=N skips
 the NumPy path of cases past N padded elements, for checking a branch whose NumPy kernels still pad.
 """
 
@@ -523,7 +523,7 @@ def test_the_c_path_is_really_taken(monkeypatch: pytest.MonkeyPatch, groups: int
         "padding": [0, 0, big, 1], "strides": [1, 2], "dilations": [1, big]}), {"x": x}, numpy_too=False)
     assert calls == [fn]
     want = ref.conv2d(x, filt, None, [0, 0, big, 1], [1, 2], [1, big], groups, (1, 17))
-    close(y, want, 0.0, "issue #13 conv2d, C path")
+    close(y, want, 0.0, "edge conv2d, C path")
 
 
 @pytest.mark.skipif(not native.available(), reason="C kernels not built (make build)")
@@ -541,13 +541,13 @@ def test_the_plan_takes_huge_geometry(groups: int) -> None:
     exe = prepare(b.build({"y": y}))
     assert exe.plan is not None and exe.plan.steps_in_c == 1
     want = ref.conv2d(x, filt, None, [0, 0, big, 1], [1, 2], [1, big], groups, (1, 17))
-    close(exe.run({"x": x})["y"], want, 0.0, "issue #13 conv2d, plan")
+    close(exe.run({"x": x})["y"], want, 0.0, "edge conv2d, plan")
     segments_run = []
     real = exe.plan.run_segment
     exe.plan.run_segment = lambda seg, vals: (segments_run.append(seg), real(seg, vals))  # type: ignore[method-assign]
     native.use_native(False)
     try:
-        close(exe.run({"x": x})["y"], want, 0.0, "issue #13 conv2d, C switched off")
+        close(exe.run({"x": x})["y"], want, 0.0, "edge conv2d, C switched off")
     finally:
         native.use_native(True)
     assert segments_run == [], "with the C kernels switched off, no plan segment runs"

@@ -1,6 +1,6 @@
 """The C kernels (py_core/kernels/native), host build of the same C source, against float64 NumPy formulas.
 
-The cases live in py_core.testing.native_check (the issue #13 edge geometry near 2^31 and 2^32 included);
+The cases live in py_core.testing.native_check (the edge geometry near 2^31 and 2^32 included);
 tests/pyodide/test_pyodide_wpt.py runs them on the wasm build inside Pyodide.
 """
 
@@ -90,8 +90,8 @@ def test_switching_off_and_on() -> None:
     assert native.available()
 
 
-# The NumPy path of the issue #13 edge geometry, in one child process whose address space is capped at 3 GiB: these
-# kernels once copied the input into its padding (16 GiB for the first case); a kernel that does again fails here
+# The NumPy path of the edge geometry, in one child process whose address space is capped at 3 GiB: a kernel
+# that copied the input into its padding (16 GiB for the first case) fails here
 # with a MemoryError instead of taking the machine's memory.
 _NUMPY_CHILD = """
 import json, sys

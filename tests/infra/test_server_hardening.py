@@ -1,4 +1,4 @@
-"""web/ under hostile input (issue #13, item 5): report routes stay inside the reports folder (symlinks too),
+"""web/ under hostile input: report routes stay inside the reports folder (symlinks too),
 everything read from a run is escaped in HTML, a bad run.json is skipped with a warning, gallery sample images
 are written atomically under concurrent first requests, and every response carries nosniff."""
 

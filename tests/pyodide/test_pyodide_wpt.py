@@ -92,8 +92,8 @@ def test_wasm_c_kernels_match_float64(build: str) -> None:
     assert len(report["checks"]) == len(list(native_check.cases()))
     bad = [c for c in report["checks"] if not c["error"] <= c["tolerance"]]
     assert not bad, bad[:10]
-    # issue #13: geometry at 2^31 - 1, 2^31 and 2^32 - 1 read the worker heap into outputs before the C kernels
-    # indexed in 64 bits; each case runs the kernels directly and through a compiled graph, both layouts, and
+    # geometry at 2^31 - 1, 2^31 and 2^32 - 1 would read the worker heap into outputs with 32-bit indices; each
+    # case runs the kernels directly and through a compiled graph, both layouts, and
     # the NCHW conv whose columns are gathered into the product's panels
     edge = [c["case"] for c in report["checks"] if c["case"].startswith("edge")]
     assert len(edge) == 9 * len(native_check.EDGE_CASES), edge

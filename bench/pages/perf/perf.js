@@ -208,7 +208,7 @@ async function run(name, {reps = 10, warmup = 2, seconds = 60, threads = [1, 2],
 /** Startup: script tag -> context -> built graph, with the polyfill's own boot timings; calledMs: when this page
  *  asked for its context (its own scripts ran first: the polyfill boots at the first createContext()), moduleMs:
  *  when this module ran.  The graph file is fetched while the context is created, as a page that loads a model
- *  would (fetched after the context, it cost 40-130 ms more in Chromium); fetchMs is the wait for it after
+ *  would (fetching it after the context costs 40-130 ms more in Chromium); fetchMs is the wait for it after
  *  the context, fileMs when it was in hand. */
 async function startup(name) {
   const t0 = window.__t_script;

@@ -1606,7 +1606,7 @@ EXPORT void wk_activation(const float *x, float *y, i64 count, int act, float lo
 }
 
 /* ======================================================================================= small-op kernels
- * The per-operator kernels of transformer-sized graphs (#16 line 2: a BERT-like encoder's erf, layer norm and
+ * The per-operator kernels of transformer-sized graphs (a BERT-like encoder's erf, layer norm and
  * softmax on [32, 128]-sized tensors), where NumPy's temporaries cost more than the arithmetic.
  */
 

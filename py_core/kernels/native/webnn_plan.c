@@ -1,4 +1,4 @@
-/* A compiled plan: a run of a graph's steps as instruction words, run in one call (#16 line 2).
+/* A compiled plan: a run of a graph's steps as instruction words, run in one call.
  *
  * #include'd at the end of webnn_kernels.c (one translation unit: the kernels above are called directly, static
  * or not).  Python plans, C runs: py_core/compiler/plan.py lowers each step whose kernel has a C form into the
