@@ -16,7 +16,7 @@ from web.browsers import launch_args
 
 pytestmark = pytest.mark.browser
 
-# conv2d -> add -> relu -> averagePool2d -> reshape -> gemm -> softmax, as the foundation issue asks
+# conv2d -> add -> relu -> averagePool2d -> reshape -> gemm -> softmax: a small CNN classifier end to end
 GRAPH_JS = r"""
 async ({x, w, bias, fc, fcBias}) => {
   const ctx = window.__ctx;
