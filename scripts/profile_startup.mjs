@@ -1,6 +1,6 @@
 // Where a warm start's Python time goes, inside Pyodide under Node (the worker's path without the page): NumPy's
 // wheel and the core unpacked into site-packages, one Pyodide run writes their .pyc (as a first visit does for the
-// site-packages cache, polyfill/src/sitecache.js), then each round boots a fresh Pyodide, writes that tree back
+// site-packages cache, polyfill/src/boot/sitecache.js), then each round boots a fresh Pyodide, writes that tree back
 // with the cache's modification time and times, in wall and process CPU time: `import numpy`, the core's import
 // (py_core.bridge.pyodide_glue) and the first build of a 1-op graph (the bench's chain1: one relu).
 // A tool for startup work, not part of `make bench`.
@@ -8,15 +8,15 @@
 // --preload links NumPy's extension modules first (Pyodide's loadDynlib, as `import numpy` would, asynchronously)
 //   and times that apart;
 // --importtime prints CPython's -X importtime lines of the last round (self and cumulative us, largest first);
-// --no-stdlib leaves the standard library's code uncached (polyfill/src/stdlibpyc.js off);
+// --no-stdlib leaves the standard library's code uncached (polyfill/src/boot/stdlibpyc.js off);
 // --cprofile prints the last round's first build under cProfile.
 import fs from 'fs';
 import path from 'path';
 
-import {bootPyodide} from '../polyfill/src/boot.js';
-import {SITE_MTIME_MS, forgetListings, readTree, sitePackagesOf, writeTree, listTree} from '../polyfill/src/sitecache.js';
-import {readZip} from '../polyfill/src/wheels.js';
-import {hookStdlib, saveStdlib} from '../polyfill/src/stdlibpyc.js';
+import {bootPyodide} from '../polyfill/src/boot/boot.js';
+import {SITE_MTIME_MS, forgetListings, readTree, sitePackagesOf, writeTree, listTree} from '../polyfill/src/boot/sitecache.js';
+import {readZip} from '../polyfill/src/boot/wheels.js';
+import {hookStdlib, saveStdlib} from '../polyfill/src/boot/stdlibpyc.js';
 import {assetDir, root} from './pyodide_node.mjs';
 
 const argv = process.argv.slice(2);
