@@ -90,18 +90,18 @@ build: node venv-run
 	@if [ ! -f polyfill/src/index.js ]; then \
 	  echo "build: polyfill/src/index.js does not exist yet; skipping the polyfill bundle"; \
 	else \
-	  $(MAKE) --no-print-directory $(DIST)/webnn-polyfill.js $(DIST)/webnn-worker.js; \
+	  $(MAKE) --no-print-directory $(DIST)/webnn-polyfill.js $(DIST)/webnn-worker.js $(DIST)/webnn-engine.js; \
 	fi
 
 $(DIST)/webnn-polyfill.js: $(POLYFILL_SRC) $(GEN_OPS) $(NODE_STAMP)
 	$(ESBUILD) polyfill/src/index.js --bundle --format=iife --sourcemap --outfile=$@
 
 $(DIST)/webnn-worker.js: $(POLYFILL_SRC) $(GEN_OPS) $(NODE_STAMP)
-	@if [ -f polyfill/src/worker.js ]; then \
-	  $(ESBUILD) polyfill/src/worker.js --bundle --format=esm --sourcemap --outfile=$@; \
-	else \
-	  echo "build: polyfill/src/worker.js does not exist yet; skipping the worker bundle"; \
-	fi
+	$(ESBUILD) polyfill/src/worker.js --bundle --format=esm --sourcemap --outfile=$@
+
+# the engine as a classic script, for the scopes that run it in their own thread (polyfill/src/engine-script.js)
+$(DIST)/webnn-engine.js: $(POLYFILL_SRC) $(GEN_OPS) $(NODE_STAMP)
+	$(ESBUILD) polyfill/src/engine-script.js --bundle --format=iife --sourcemap --outfile=$@
 
 # gen_op_table.py rewrites a file only when its content changes; touch both so make sees them as current.
 polyfill/src/generated/ops.json polyfill/src/generated/types.json &: $(GEN_SCRIPT) $(SPEC_SRC) | $(RUN_STAMP)

@@ -5,6 +5,7 @@
       webnn-polyfill.js                 the one-tag script (IIFE); stable name, references the hashed assets
       webnn-polyfill.mjs                the ES module entry; stable name
       assets/webnn-worker.<hash>.js     the execution worker
+      assets/webnn-engine.<hash>.js     the engine as a classic script, for scopes that cannot start workers
       assets/pyodide-lock.<hash>.json   Pyodide's lock, cut to NumPy and extended with py_core (pyodide-lock)
       assets/pyodide-<hash>/            the Pyodide core (its file names are fixed by Pyodide: the folder is hashed)
       assets/numpy-<hash>/numpy-....whl, assets/py_core-<hash>/py_core-....whl   (wheel names are fixed too)
@@ -209,9 +210,11 @@ def build(out: Path, compress: bool = True) -> dict[str, object]:
         lock_path = hashed_file(assets, "pyodide-lock", ".json", (Path(tmp) / "lock.json").read_bytes())
 
     worker = hashed_file(assets, "webnn-worker", ".js", esbuild("worker.js", "esm"))
+    engine = hashed_file(assets, "webnn-engine", ".js", esbuild("engine-script.js", "iife"))
     rel = lambda p: p.relative_to(out).as_posix()  # noqa: E731
     asset_map: dict[str, object] = {
         "worker": rel(worker),
+        "engine": rel(engine),
         "pyodide": rel(index_dir) + "/",
         "lock": rel(lock_path),
         "core": {"wheel": rel(core_dir / core.filename), "sha256": core.sha256},

@@ -1,6 +1,6 @@
 // The prebuilt Pyodide memory snapshot (`make snapshot`, part of `make run`, `make test` and `make dist`): the
 // bare interpreter started once here, under Node, and its heap shipped gzipped as a build asset, so that a
-// browser's first visit restores it (polyfill/src/snapshot.js) instead of starting CPython (1.5-2.3 s of a cold
+// browser's first visit restores it (polyfill/src/boot/snapshot.js) instead of starting CPython (1.5-2.3 s of a cold
 // start).  A snapshot carries its environment: it is made with exactly the options the worker's and the page's
 // Pyodide start with (no env but HOME, no args, the browser's default program name) and holds nothing of
 // Node's (its JS references are none; os.environ's LANG is a fixed C.UTF-8).
@@ -12,7 +12,7 @@
 // with the C kernels not loaded: which build loads depends on the browser), so that a restore skips that import
 // too (0.4-0.5 s of a cold start, where the interpreter still runs unoptimised code).  It records the wheel's
 // sha256 in the heap (`sys._webnn_snapshot_wheels`): a restore beside another core wheel drops those modules and
-// imports its own (boot.js dropStaleImports).
+// imports its own (polyfill/src/boot/boot.js dropStaleImports).
 //
 // Writes OUT/pyodide-snapshot.bin.gz and OUT/pyodide-snapshot.json ({file, sha256 and size of the .gz,
 // snapshotSize: inflated, pyodide: version, coreSha256: the core wheel imported or null, inputs: the sha256 of
@@ -27,7 +27,7 @@ import path from 'path';
 import zlib from 'zlib';
 
 import {assetDir, PYODIDE_VERSION, root} from './pyodide_node.mjs';
-import {hook, lastRelink, record, relinkFor, reserveCountArgsSlot, tableLength} from '../polyfill/src/relink.js';
+import {hook, lastRelink, record, relinkFor, reserveCountArgsSlot, tableLength} from '../polyfill/src/boot/relink.js';
 
 const NAME = 'pyodide-snapshot';
 // what the snapshot is made from: another pyodide.asm.js/.wasm (its build id) or standard library is another one
@@ -101,7 +101,7 @@ function writeAtomically(file, bytes) {
 // The worker's second snapshot: the same start, then NumPy installed as the worker installs it (the wheel the
 // lock file names, unpacked into site-packages) and imported, with the standard modules the core imports next
 // (json, dataclasses): a restore skips `import numpy` (0.25-0.4 s of a warm start, over 1 s of a cold one).
-// Its extension modules are linked again at the restore (polyfill/src/relink.js), which needs what record()
+// Its extension modules are linked again at the restore (polyfill/src/boot/relink.js), which needs what record()
 // returns: it goes into the .json, and the browser gets it with the asset.  The snapshot is restored here once
 // (a fresh Pyodide, NumPy's files written back, a product and a lazy `numpy.random` import checked) before it
 // is written: one that does not restore is not shipped.
@@ -127,7 +127,7 @@ function installNumpy(py, wheel) {
 async function makeNumpy(dir, loadPyodide, version, options, core) {
   const wheel = numpyWheel(dir);
   const inputs = {...inputsOf(dir, core), numpy: wheel.sha256, imports: NUMPY_IMPORTS, relink: sha256(
-    fs.readFileSync(path.join(root, 'polyfill', 'src', 'relink.js')))};
+    fs.readFileSync(path.join(root, 'polyfill', 'src', 'boot', 'relink.js')))};
   if (!force && upToDate(inputs, numpyMeta, numpyGz)) {
     console.log(`snapshot: ${path.relative(root, numpyGz)} is up to date`);
     return;
@@ -194,7 +194,7 @@ async function main() {
   const core = coreWheel();
   const inputs = inputsOf(dir, core);
   const {loadPyodide, version} = await import(path.join(dir, 'pyodide.mjs'));
-  // The worker's and the page's loadPyodide options (boot.js bootPyodide), plus what a browser has and Node
+  // The worker's and the page's loadPyodide options (polyfill/src/boot/boot.js BOOT_OPTIONS), plus what a browser has and Node
   // would not: the program name (Node's would be this script's path, in os.environ['_'] and sys.argv) and a
   // fixed LANG (a browser's is its language; Node 20's is C).
   const options = {indexURL: dir + '/', stdout: () => {}, stderr: () => {}, env: {LANG: 'C.UTF-8'},
@@ -219,7 +219,7 @@ async function main() {
     console.log(`snapshot: ${path.relative(root, gzPath)} (${(bytes.length / 1e6).toFixed(1)} MB, ` +
       `${(gz.length / 1e6).toFixed(1)} MB gzipped) in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   }
-  // pyodide.asm.js made global (as a browser's early import does), for relink.js's hook
+  // pyodide.asm.js made global (as a browser's early import does), for boot/relink.js's hook
   await import(path.join(dir, 'pyodide.asm.js'));
   try {
     await makeNumpy(dir, loadPyodide, version, options, core);

@@ -1,13 +1,13 @@
 // Pyodide under Node for the scripts and tests that run the engine without a page (bench_pyodide.mjs,
 // profile_pyodide.mjs, tests/pyodide/run_wpt.mjs).  Pyodide is started by the polyfill's own boot module
-// (polyfill/src/boot.js); its assets come from the cache scripts/fetch_assets.py fills, in the folder named
+// (polyfill/src/boot/boot.js); its assets come from the cache scripts/fetch_assets.py fills, in the folder named
 // after the one pinned version (the file PYODIDE_VERSION).
 import fs from 'fs';
 import os from 'os';
 import path from 'path';
 import {fileURLToPath} from 'url';
 
-import {bootPyodide} from '../polyfill/src/boot.js';
+import {bootPyodide} from '../polyfill/src/boot/boot.js';
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -22,7 +22,7 @@ export function assetDir(explicit) {
   return path.join(cache, `pyodide-${PYODIDE_VERSION}`);
 }
 
-/** A Pyodide started from the asset folder (options: boot.js's bootPyodide, e.g. {numpy: true}). */
+/** A Pyodide started from the asset folder (options: polyfill/src/boot/boot.js BOOT_OPTIONS, e.g. {numpy: true}). */
 export async function nodePyodide({assets, ...options} = {}) {
   const {py} = await bootPyodide({indexURL: assetDir(assets) + '/', ...options});
   return py;

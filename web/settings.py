@@ -55,7 +55,7 @@ class Settings:
     def snapshot_asset(self, name: str = "pyodide-snapshot") -> dict[str, Any] | None:
         """A build's Pyodide snapshot (scripts/make_snapshot.mjs, beside the bundle) as the polyfill fetches it:
         {url (on the dev server), sha256 (of the .gz), size (inflated)}, and for the one taken after `import numpy`
-        (name "pyodide-snapshot-numpy") also numpySha256 (the wheel it holds) and relink (polyfill/src/relink.js);
+        (name "pyodide-snapshot-numpy") also numpySha256 (the wheel it holds) and relink (polyfill/src/boot/relink.js);
         None when it is not built or was made for another Pyodide version."""
         try:
             meta = json.loads((self.polyfill_dist / f"{name}.json").read_text())

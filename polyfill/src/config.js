@@ -2,9 +2,12 @@
 // (`data-base` on the script tag, or `WEBNN_POLYFILL_CONFIG.baseURL`). Every asset URL is absolute, so the
 // script works from any origin (a CDN, a static host) on a page that is not cross-origin isolated.
 
+import {configValue} from './switches.js';
+
 // `make dist` (scripts/make_dist.py) defines __WEBNN_DIST__ as the content-hashed asset names of the package,
 // relative to the base; the dev build leaves it undefined and uses the dev server's layout.
 /* global __WEBNN_DIST__ */
+
 const DIST = typeof __WEBNN_DIST__ === 'undefined' ? null : __WEBNN_DIST__;
 
 let moduleURL = null;
@@ -44,13 +47,13 @@ function strictMode() {
   return !!(typeof self !== 'undefined' && self.WEBNN_POLYFILL_STRICT);
 }
 
-/** Resolved URLs and options; `globalThis.WEBNN_POLYFILL_CONFIG` may override any of them. */
+/** Resolved URLs and options; `globalThis.WEBNN_POLYFILL_CONFIG` may override any of them (its keys: switches.js). */
 export function readConfig() {
   const script = scriptURL();
   const overrides = (typeof globalThis !== 'undefined' && globalThis.WEBNN_POLYFILL_CONFIG) || {};
   // a folder URL: the one holding the package's files (dist), or the dev server's /polyfill/. A given base
   // resolves as URLs in a page do (against the document's base URL); the default is the script's own folder.
-  const given = overrides.baseURL || scriptAttribute('data-base');
+  const given = configValue(overrides, 'baseURL') || scriptAttribute('data-base');
   const pageBase = typeof document !== 'undefined' && document.baseURI ? document.baseURI : script;
   let base = given ? new URL(given, pageBase).href : new URL('./', script).href;
   if (!base.endsWith('/')) base += '/';
@@ -65,10 +68,12 @@ export function readConfig() {
     ...(DIST.numpySnapshot ? {numpySnapshotAsset: {...DIST.numpySnapshot,
       url: new URL(DIST.numpySnapshot.url, base).href}} : {}),
     workerURL: new URL(DIST.worker, base).href,
+    engineURL: new URL(DIST.engine, base).href,
   } : {
     pyodideURL: new URL('../pyodide/', base).href,
     coreManifestURL: new URL('../core/manifest.json', base).href,
     workerURL: new URL('webnn-worker.js', base).href,
+    engineURL: new URL('webnn-engine.js', base).href,
   };
   // strict: the draft's behaviour where Chromium differs (docs/compatibility.md); default false: Chromium's
   return {scriptURL: script, baseURL: base, install: installMode(), strict: strictMode(), ...urls, ...overrides};

@@ -3,19 +3,19 @@
 // https://www.w3.org/TR/webnn/
 
 import {readConfig} from './config.js';
-import {MLContext} from './context.js';
-import {MLGraph} from './graph.js';
-import {MLGraphBuilder, OPERATOR_NAMES} from './builder.js';
-import {ML, makeML} from './ml.js';
-import {MLOperand} from './operand.js';
-import {MLTensor} from './tensor.js';
-import {Runtime} from './runtime.js';
-import {poolStats} from './pool.js';
-import {engineThread} from './spawn.js';
-import {preloadPyodideScripts} from './load-pyodide.js';
-import {applyMode} from './compat.js';
-import {routeGlobals} from './routing.js';
-import {webgpuStats} from './webgpu.js';
+import {MLContext} from './api/context.js';
+import {MLGraph} from './api/graph.js';
+import {MLGraphBuilder, OPERATOR_NAMES} from './api/graph-builder.js';
+import {ML, makeML} from './api/ml.js';
+import {MLOperand} from './api/operand.js';
+import {MLTensor} from './api/tensor.js';
+import {Runtime} from './runtime/runtime.js';
+import {poolStats} from './runtime/pool.js';
+import {engineThread, preloadEngine} from './runtime/spawn.js';
+import {preloadPyodideScripts} from './boot/load-pyodide.js';
+import {applyMode} from './api/compat.js';
+import {routeGlobals} from './api/routing.js';
+import {webgpuStats} from './api/webgpu.js';
 
 const VERSION = '0.1.0';
 
@@ -44,9 +44,12 @@ function install() {
   const nativeClasses = Object.fromEntries(Object.keys(classes).map((n) => [n, globalThis[n]]));
   const events = new EventTarget();
   const refused = unavailableReason();
-  // a classic service worker may import Pyodide's scripts only now, while this script runs (load-pyodide.js)
-  const preload = refused ? null : preloadPyodideScripts(config.pyodideURL);
-  if (preload && typeof console !== 'undefined') console.warn(`[webnn-polyfill] ${preload}`);
+  // a classic service worker may import Pyodide's scripts only now, while this script runs (boot/load-pyodide.js)
+  // and a classic scope without workers the engine script (runtime/spawn.js)
+  const preload = refused ? [] : [preloadPyodideScripts(config.pyodideURL), preloadEngine(config.engineURL)];
+  for (const why of preload.filter(Boolean)) {
+    if (typeof console !== 'undefined') console.warn(`[webnn-polyfill] ${why}`);
+  }
   const runtime = refused ? refusingRuntime(refused) : new Runtime(config, events);
   const ml = makeML(runtime);
   const nav = globalThis.navigator;
@@ -72,7 +75,7 @@ function install() {
     webgpuStats,
     get bootTimings() { return {...runtime.timings}; },
     /** The workers' counters: live graphs and tensors, tensor bytes, memory (summed over the workers running),
-     *  native (C kernels loaded: 1/0), blas, and `workers` (how many run: pool.js). */
+     *  native (C kernels loaded: 1/0), blas, and `workers` (how many run: runtime/pool.js). */
     workerStats: () => poolStats(runtime),
     /** A model file turned into a graph file ({json, weights, ms}) by the execution worker's Pyodide (the
      *  gallery's TFLite loader, py_core/bridge/model_loader.py); `bytes` (an ArrayBuffer) is transferred.

@@ -1,16 +1,20 @@
-// The execution worker: runs the engine (engine.js) on its own thread, one message at a time, in order.
+// The execution worker: runs the engine (engine/engine.js) on its own thread, one message at a time, in order.
+// Its switches (switches.js) come from this script's own URL, which may run from a blob URL that imports it
+// (runtime/spawn.js).
 
-import {createEngine} from './engine.js';
-import {useOpfs} from './snapstore.js';
+import * as boot from './boot/for-engine.js';
+import {useOpfs} from './boot/snapstore.js';
+import {createEngine} from './engine/engine.js';
+import {switchesOf, workerSwitchOn} from './switches.js';
 
-const switches = new URL(import.meta.url).searchParams;
-// ?opfs=0: the Pyodide snapshots in Cache Storage, not the Origin Private File System (snapstore.js)
-useOpfs(switches.get('opfs') !== '0');
+const switches = switchesOf(import.meta.url);
+// the Pyodide snapshots in the Origin Private File System, or in Cache Storage (boot/snapstore.js)
+useOpfs(workerSwitchOn(switches, 'opfs'));
 
 const receive = createEngine({
   post: (message, transfer) => self.postMessage(message, transfer),
   close: () => self.close(),
-  // URL switches (?compiler=0, ?native=0, ?blas=0, ?unpack=0: engine.js) from this script's own URL
   switches,
+  boot,
 });
 self.onmessage = (e) => receive(e.data);

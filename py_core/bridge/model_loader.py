@@ -1,4 +1,4 @@
-"""The gallery's model loading, run in the execution worker (polyfill/src/engine.js `loadModel`).
+"""The gallery's model loading, run in the execution worker (polyfill/src/engine/model.js).
 
 A .tflite file becomes a graph file (py_core.loaders.recording, docs/graph-file.md) that the page replays against
 any MLContext (web/lib/graphfile.js).  The engine imports this module on the first model, after installing

@@ -1,7 +1,7 @@
 """One graph over both cores, the worker side (docs/performance.md, "One graph on both cores").
 
 The worker that owns a context builds a batch-separable graph (py_core/compiler/split.py) for one part of its
-batch; its peer worker builds the same part graph (polyfill/src/split.js sends it there).  A dispatch then runs
+batch; its peer worker builds the same part graph (polyfill/src/engine/split.js sends it there).  A dispatch then runs
 part 0 here while the peer runs part 1 on its copy of that part's inputs, and the peer's outputs are copied
 into the output tensors beside part 0's.  Without a peer (it could not start, or was lost) every part runs here,
 one after the other: slower than the graph unsplit, never different.  Tensors keep their full shapes; only

@@ -7,7 +7,7 @@ the same batch, a multiple of the number of parts, every graph output carries it
 work per run to pay for the second worker's messages (`SPLIT_MIN_FLOPS`, from the `flops` traits).  Each worker
 then runs the same graph built for one part of the batch (`SplitPlan.graph_json`: batched operands' axis 0 and
 shape-carrying options such as reshape's newShape rewritten), and the parts' outputs are joined
-(py_core/bridge/split_glue.py, polyfill/src/split.js).  docs/performance.md, "One graph on both cores".
+(py_core/bridge/split_glue.py, polyfill/src/engine/split.js).  docs/performance.md, "One graph on both cores".
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ RUN = """async () => {
   const y = Array.from(new Float32Array(await ctx.readTensor(yt)));
   const snapshot = {...webnnPolyfill.bootTimings.snapshot, numpy: webnnPolyfill.bootTimings.numpySnapshot};
   // both new snapshots are stored in the background (the page's and the worker's NumPy one): wait for them
-  // (in the Origin Private File System, else Cache Storage: polyfill/src/snapstore.js; writes under way left out)
+  // (in the Origin Private File System, else Cache Storage: polyfill/src/boot/snapstore.js; writes under way left out)
   const stored = async () => {
     let n = 0;
     try {

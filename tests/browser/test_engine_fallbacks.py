@@ -1,5 +1,5 @@
 """The worker's engine with and without its fast paths, in real browsers: by default NumPy and the core wheel are
-unzipped in JavaScript (polyfill/src/wheels.js) and the C kernels run; with ?unzip=0 both Pyodides unpack them with
+unzipped in JavaScript (polyfill/src/boot/wheels.js) and the C kernels run; with ?unzip=0 both Pyodides unpack them with
 CPython's zipfile; with ?unpack=0&native=0 the worker installs both with Pyodide's loadPackage and runs the NumPy
 kernels; with ?early=0&prebuilt=0 the boot's steps run one after another and CPython starts on a first visit.
 All give the float64 answer."""

@@ -1,4 +1,4 @@
-"""One graph over both cores (polyfill/src/split.js, pool.js, py_core/bridge/split_glue.py): a
+"""One graph over both cores (polyfill/src/engine/split.js, runtime/pool.js, py_core/bridge/split_glue.py): a
 batch-separable graph runs half its batch on a second worker, with readTensor results identical to the same
 graph unsplit in the same page; a graph mixing the batch stays whole; `split: false` turns it off; destroy
 releases both workers' halves.  Its own page: the second worker it starts would change what the shared page's

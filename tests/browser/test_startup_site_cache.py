@@ -1,11 +1,11 @@
-"""Site-packages kept in Cache Storage (polyfill/src/sitecache.js): the first visit unzips the wheels and stores
+"""Site-packages kept in Cache Storage (polyfill/src/boot/sitecache.js): the first visit unzips the wheels and stores
 one entry per wheel and Pyodide with the .pyc CPython wrote while importing (the worker's: NumPy's, stored right
 after `import numpy`, and the core's; the page's: the core's); the next visit restores them instead of installing
 the wheels, also when the first closed as soon as its graph had run (the bench's visits), and where the worker's
 snapshot brings NumPy imported (relink.js) under a scope of their own (no .pyc of NumPy); a damaged entry (its
 bytes no longer match its sha256, or they do but do not parse) is dropped, that wheel is installed again and a
 fresh entry is stored; ?sitecache=0 neither reads nor stores one.  The core's entries also hold the standard
-library's code compiled during the imports (polyfill/src/stdlibpyc.js), which the next visit's Pyodides use;
+library's code compiled during the imports (polyfill/src/boot/stdlibpyc.js), which the next visit's Pyodides use;
 ?stdlibcode=0 stores the entries without it, under keys of their own."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Startup from a Pyodide memory snapshot (polyfill/src/snapshot.js): on the first visit the worker's Pyodide
+"""Startup from a Pyodide memory snapshot (polyfill/src/boot/snapshot.js): on the first visit the worker's Pyodide
 restores the build's NumPy snapshot (scripts/make_snapshot.mjs: NumPy imported, its extension modules relinked by
-polyfill/src/relink.js) and stores it, and the page's restores the build's bare one and stores it; the next visit
-restores both from the Origin Private File System (Cache Storage with the switch: polyfill/src/snapstore.js).
+polyfill/src/boot/relink.js) and stores it, and the page's restores the build's bare one and stores it; the next visit
+restores both from the Origin Private File System (Cache Storage with the switch: polyfill/src/boot/snapstore.js).
 Without the NumPy snapshot (?numpysnapshot=0, or a damaged one) the worker restores the bare one and hands it to
 the page; without any build snapshot the worker makes one.  A damaged stored snapshot is dropped (and replaced), a
 damaged build asset is not used."""
@@ -52,7 +52,7 @@ VISIT_JS = """async () => {
     imported: webnnPolyfill.bootTimings.imported};
 }"""
 
-# The snapshots' entries in either store (polyfill/src/snapstore.js): OPFS file names (the keys, URI-encoded;
+# The snapshots' entries in either store (polyfill/src/boot/snapstore.js): OPFS file names (the keys, URI-encoded;
 # writes under way left out) and Cache Storage keys.
 STORED_JS = """async () => {
   const names = [];
@@ -127,7 +127,7 @@ def _visit(context: Any, url: str, expected_error: str = "", imported: Any = Non
     return snapshot
 
 
-# the stores a test runs with (polyfill/src/snapstore.js): the Origin Private File System, and Cache Storage (the
+# the stores a test runs with (polyfill/src/boot/snapstore.js): the Origin Private File System, and Cache Storage (the
 # page's WEBNN_POLYFILL_CONFIG.opfs = false, the worker's ?opfs=0)
 STORES = ("opfs", "cache")
 

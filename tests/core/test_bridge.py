@@ -1,7 +1,7 @@
 """py_core.bridge under plain CPython: the hosts driven the way the JS side drives them.
 
-polyfill/src/runtime.js calls BuilderHost.call_json(method, JSON.stringify(args)) and JSON.parses the reply;
-polyfill/src/engine.js calls pyodide_glue, whose functions wrap WorkerHost methods in safe_call, pass the
+polyfill/src/runtime/runtime.js calls BuilderHost.call_json(method, JSON.stringify(args)) and JSON.parses the reply;
+polyfill/src/engine/engine.js calls pyodide_glue, whose functions wrap WorkerHost methods in safe_call, pass the
 page's graph text on unchanged and copy each Uint8Array once into the target array's bytes.  Here the same
 calls are made with plain Python data; only pyodide_glue (JS proxies) needs Pyodide and is covered by
 tests/pyodide and tests/browser.  Numbers are checked against NumPy computed directly.
@@ -46,7 +46,7 @@ class PageError(Exception):
 
 
 class Page:
-    """The page side of the builder bridge, as polyfill/src/runtime.js `call()` does it."""
+    """The page side of the builder bridge, as polyfill/src/runtime/runtime.js `call()` does it."""
 
     def __init__(self) -> None:
         self.host = BuilderHost()
@@ -98,7 +98,7 @@ def test_dumps_nested_values_parse_in_js_and_round_trip() -> None:
 
 
 def test_decode_numbers_reads_the_js_tags() -> None:
-    # polyfill/src/idl.js toMLNumber: a bigint as {$n: n.toString()}, a non-finite number as {$n: String(n)}
+    # polyfill/src/api/idl.js toMLNumber: a bigint as {$n: n.toString()}, a non-finite number as {$n: String(n)}
     assert jsonnum.decode_numbers({"$n": "-5"}) == -5
     assert jsonnum.decode_numbers([{"$n": "Infinity"}, {"$n": "-Infinity"}]) == [math.inf, -math.inf]
     # only a dictionary holding exactly "$n" is a tag

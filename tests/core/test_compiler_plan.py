@@ -219,7 +219,7 @@ def test_a_whole_graph_runs_with_one_call_and_no_python(make) -> None:
 
 @pytest.mark.parametrize("make", [mobilenet_block("nchw"), encoder_block], ids=["mobilenet-nchw", "encoder"])
 def test_a_whole_graph_call_runs_in_place_on_arrays_of_the_callers(make) -> None:
-    """The worker's in-place dispatch (polyfill/src/engine.js runC): each input's and output's table entries get
+    """The worker's in-place dispatch (polyfill/src/engine/direct.js runC): each input's and output's table entries get
     the address of an array of its own (its tensors'), the call reads and writes those; `run` points them back."""
     exe = prepare(_build(make), PLAN)
     direct = exe.direct()

@@ -1,6 +1,6 @@
 """py_core.bridge.model_loader: what the execution worker's `loadModel` gives the gallery, in CPython.
 
-The engine (polyfill/src/engine.js) passes the model as a JS Uint8Array proxy, of which the loader uses only
+The engine (polyfill/src/engine/model.js) passes the model as a JS Uint8Array proxy, of which the loader uses only
 `to_bytes()`, and takes [error json or None, (graph file JSON, weights)] back."""
 
 from __future__ import annotations

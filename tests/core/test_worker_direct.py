@@ -1,6 +1,6 @@
-"""The worker's direct mode (polyfill/src/engine.js `direct`) under plain CPython: the JavaScript side
+"""The worker's direct mode (polyfill/src/engine/direct.js) under plain CPython: the JavaScript side
 writes and reads each tensor at the address the table holds, with no Python call, and dispatches through
-`bind` once and `run_bound` after.  Driven here the way engine.js drives it (ctypes in place of HEAPU8 and
+`bind` once and `run_bound` after.  Driven here the way engine/direct.js drives it (ctypes in place of HEAPU8 and
 HEAPU32), checked against NumPy computed directly and against the same calls with direct mode off."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The build's Pyodide snapshot (scripts/make_snapshot.mjs) under Node, through the polyfill's own restore
-(polyfill/src/snapshot.js startPyodide): it restores, carries a browser's environment and not Node's, and two
+(polyfill/src/boot/snapshot.js startPyodide): it restores, carries a browser's environment and not Node's, and two
 restores of it draw different `random` numbers (one heap for every visitor: the generator is seeded again)."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def test_two_restores_of_the_build_snapshot_differ_in_random_and_hold_no_trace_o
         pytest.skip("no Pyodide snapshot in polyfill/dist: make snapshot")
     gz = settings.polyfill_dist / asset["url"].rsplit("/", 1)[1]
     assert NODE is not None
-    run = subprocess.run([NODE, "--input-type=module", "-e", RUNNER, str(ROOT / "polyfill/src/snapshot.js"),
+    run = subprocess.run([NODE, "--input-type=module", "-e", RUNNER, str(ROOT / "polyfill/src/boot/snapshot.js"),
                           str(settings.pyodide_dir), str(gz)], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     first, second = json.loads(run.stdout.strip().splitlines()[-1])
@@ -87,7 +87,7 @@ console.log(JSON.stringify(out));
 
 
 def test_the_numpy_snapshot_restores_numpy_imported_and_refuses_a_record_that_does_not_match() -> None:
-    """The worker's NumPy snapshot (polyfill/src/relink.js): NumPy comes imported, computes what CPython's NumPy
+    """The worker's NumPy snapshot (polyfill/src/boot/relink.js): NumPy comes imported, computes what CPython's NumPy
     computes, imports its other modules (random, fft) after the restore; a relink record whose function table does
     not match is refused before anything runs and the boot goes on without it."""
     np = pytest.importorskip("numpy")
@@ -99,7 +99,7 @@ def test_the_numpy_snapshot_restores_numpy_imported_and_refuses_a_record_that_do
     lock = json.loads((settings.pyodide_dir / "pyodide-lock.json").read_text())
     wheel = settings.pyodide_dir / lock["packages"]["numpy"]["file_name"]
     assert NODE is not None
-    run = subprocess.run([NODE, "--input-type=module", "-e", NUMPY_RUNNER, str(ROOT / "polyfill/src/snapshot.js"),
+    run = subprocess.run([NODE, "--input-type=module", "-e", NUMPY_RUNNER, str(ROOT / "polyfill/src/boot/snapshot.js"),
                           str(settings.pyodide_dir), str(gz), str(gz.with_name("pyodide-snapshot-numpy.json")),
                           str(wheel)], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
@@ -153,8 +153,8 @@ def test_the_bare_snapshot_holds_the_core_imported_and_drops_it_beside_another_c
     if not meta.get("coreSha256"):
         pytest.skip("the snapshot was made without the core: make snapshot")
     assert NODE is not None
-    run = subprocess.run([NODE, "--input-type=module", "-e", CORE_RUNNER, str(ROOT / "polyfill/src/snapshot.js"),
-                          str(ROOT / "polyfill/src/boot.js"), str(settings.pyodide_dir), str(gz),
+    run = subprocess.run([NODE, "--input-type=module", "-e", CORE_RUNNER, str(ROOT / "polyfill/src/boot/snapshot.js"),
+                          str(ROOT / "polyfill/src/boot/boot.js"), str(settings.pyodide_dir), str(gz),
                           meta["coreSha256"]], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     same, other, off = json.loads(run.stdout.strip().splitlines()[-1])

@@ -1,4 +1,4 @@
-"""The .pyc a site-packages cache entry carries (polyfill/src/sitecache.js, boot.js prepareSite) are the ones
+"""The .pyc a site-packages cache entry carries (polyfill/src/boot/sitecache.js, boot.js prepareSite) are the ones
 CPython then loads: under Node, Pyodide imports the page's builder (py_core.bridge.builder_host) from files
 written with SITE_MTIME_MS while writing bytecode; a fresh Pyodide given the same tree back (sitecache.js
 writeTree) imports every module from its .pyc, by CPython's own verbose import log (the oracle: "X.pyc matches
@@ -11,7 +11,7 @@ from typing import Any
 
 SCRIPT = """
 import {nodePyodide, copyTree, root} from '%(root)s/scripts/pyodide_node.mjs';
-import {SITE_MTIME_MS, listTree, wheelTree, writeTree, forgetListings} from '%(root)s/polyfill/src/sitecache.js';
+import {SITE_MTIME_MS, listTree, wheelTree, writeTree, forgetListings} from '%(root)s/polyfill/src/boot/sitecache.js';
 const dir = '/lib/python3.12/site-packages';
 const first = await nodePyodide({});
 copyTree(first, root + '/py_core', dir + '/py_core', /\\.(py|json)$/);

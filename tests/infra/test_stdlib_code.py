@@ -1,4 +1,4 @@
-"""The standard library's compiled code kept in the site-packages cache entry (polyfill/src/stdlibpyc.js): under
+"""The standard library's compiled code kept in the site-packages cache entry (polyfill/src/boot/stdlibpyc.js): under
 Node, one Pyodide records what zipimport compiles from python_stdlib.zip while it imports dataclasses and json, and
 saves it; a fresh Pyodide given that file back gets those code objects instead of compiling.  The oracle is a
 doctored file: a code object stored under dataclasses' path with its source's CRC-32 is what runs (a marker
@@ -12,7 +12,7 @@ from typing import Any
 
 SCRIPT = """
 import {nodePyodide} from '%(root)s/scripts/pyodide_node.mjs';
-import {STDLIB_CODE_FILE, hookStdlib, saveStdlib} from '%(root)s/polyfill/src/stdlibpyc.js';
+import {STDLIB_CODE_FILE, hookStdlib, saveStdlib} from '%(root)s/polyfill/src/boot/stdlibpyc.js';
 const dir = '/lib/python3.12/site-packages';
 const file = `${dir}/${STDLIB_CODE_FILE}`;
 const out = {};

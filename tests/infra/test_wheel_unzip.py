@@ -1,4 +1,4 @@
-"""polyfill/src/wheels.js readZip (wheels unpacked in JavaScript with DecompressionStream) against CPython's
+"""polyfill/src/boot/wheels.js readZip (wheels unpacked in JavaScript with DecompressionStream) against CPython's
 zipfile as the oracle, under Node: every file's bytes, and a refusal (so the caller unpacks with CPython) for
 what it does not read."""
 
@@ -35,7 +35,7 @@ try {
 def read_zip(tmp_path: Path, data: bytes) -> dict:
     z = tmp_path / "t.zip"
     z.write_bytes(data)
-    out = subprocess.run([NODE, "--input-type=module", "-e", RUNNER, str(ROOT / "polyfill/src/wheels.js"), str(z)],
+    out = subprocess.run([NODE, "--input-type=module", "-e", RUNNER, str(ROOT / "polyfill/src/boot/wheels.js"), str(z)],
                          capture_output=True, text=True, check=True, timeout=120)
     return json.loads(out.stdout)
 

@@ -5,7 +5,7 @@
 // --native runs py_core.testing.native_check (the wasm build of the C kernels against float64 formulas)
 // instead of the WPT cases and prints {"timings", "native", "checks"}.
 //
-// Pyodide is started by the polyfill's boot module (scripts/pyodide_node.mjs -> polyfill/src/boot.js); the core
+// Pyodide is started by the polyfill's boot module (scripts/pyodide_node.mjs -> polyfill/src/boot/boot.js); the core
 // and its NumPy wheel come from the asset cache that `python scripts/fetch_assets.py` fills:
 // $PYODIDE_WEBNN_CACHE/pyodide-<PYODIDE_VERSION>/ (default ~/.cache/pyodide-webnn/...), or --assets DIR.
 // The repository is mounted read-only in spirit at /repo with NODEFS; no bytecode is written back to it.

@@ -45,7 +45,7 @@ async function graphFile(name) {
   return {entry, ...(await load(MODELS + entry.graph))};
 }
 
-// `split`: build with one graph over both cores on (true) or off (false; polyfill/src/pool.js reads the config at
+// `split`: build with one graph over both cores on (true) or off (false; polyfill/src/runtime/pool.js reads the config at
 // each build), else the page's default; `key` names the built graph (one case may build two)
 // `file`: the graph file's load already under way (graphFile), as startup() starts it beside the context
 async function buildPolyfill(name, {split = null, key = name, file = null} = {}) {

@@ -1,8 +1,10 @@
-// A module service worker: it has no importScripts and refuses import(), so Pyodide's two scripts are imported
-// statically before the polyfill (they define the globals _createPyodideModule and loadPyodide, which the
-// polyfill then uses instead of importing them itself), then the shared task for each message.
+// A module service worker: it has no importScripts and refuses import(), so Pyodide's two scripts and the
+// polyfill's engine script are imported statically before the polyfill (they define the globals
+// _createPyodideModule, loadPyodide and webnnPolyfillEngine, which the polyfill then uses instead of importing
+// them itself), then the shared task for each message.
 import '/pyodide/pyodide.asm.js';
 import '/pyodide/pyodide.js';
+import '/polyfill/webnn-engine.js';
 import '/polyfill/webnn-polyfill.js';
 import './worker-task.js';
 

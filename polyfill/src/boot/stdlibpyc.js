@@ -6,7 +6,7 @@
 // from source on every visit.  NumPy and the core import 13 of them (dataclasses, pickle, platform, json, ctypes,
 // numbers, ...): compiling them took 156-208 ms in Pyodide under Node (docs/performance.md).  zipimport compiles a
 // source with its module-level function `_compile_source(pathname, source)`; hookStdlib wraps it: a path whose
-// source has the CRC-32 recorded with its code gets that code object back, anything else is compiled as before
+// source has the CRC-32 recorded with its code gets that code object back, anything else is compiled from its source
 // (and, on a visit that stores the cache entry, recorded).  saveStdlib writes what was recorded as one marshal
 // file into site-packages, before the entry is stored.  The same for the methods `dataclasses` writes as source
 // text and compiles with exec for every class it decorates (__init__, __repr__, __eq__, __hash__, __setattr__...:

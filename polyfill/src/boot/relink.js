@@ -56,13 +56,13 @@ export function tableLength(py) {
 // The module factory's steps, as performance.now() in the object returned (lastRelink's `at`): `instantiate`
 // (the module's instantiation asked for), `instantiated` (the instance handed back: its exports are linked
 // next, then Emscripten's preRun), `preRun` (Pyodide's file-system set-up begins) and `initialized` (the
-// runtime's initializers ran).  Measured in a warm Chromium worker (session 9): 40-60 ms from the factory's call
+// runtime's initializers ran).  Measured in a warm Chromium worker: 40-60 ms from the factory's call
 // to `instantiate`, 40 to `instantiated`, 100-130 to `preRun` (export linking), 20-100 to `initialized`.
-function markSteps(config) {
+function markSteps(moduleArg) {
   const at = {};
-  const instantiate = config.instantiateWasm;
+  const instantiate = moduleArg.instantiateWasm;
   if (typeof instantiate === 'function') {
-    config.instantiateWasm = function instantiateWasm(imports, done) {
+    moduleArg.instantiateWasm = function instantiateWasm(imports, done) {
       at.instantiate = performance.now();
       return instantiate.call(this, imports, (...args) => {
         at.instantiated = performance.now();
@@ -71,9 +71,9 @@ function markSteps(config) {
     };
   }
   // preRun functions run last to first: this one first
-  config.preRun = [...(config.preRun || []), () => { at.preRun = performance.now(); }];
-  const initialized = config.onRuntimeInitialized;
-  config.onRuntimeInitialized = function onRuntimeInitialized(...args) {
+  moduleArg.preRun = [...(moduleArg.preRun || []), () => { at.preRun = performance.now(); }];
+  const initialized = moduleArg.onRuntimeInitialized;
+  moduleArg.onRuntimeInitialized = function onRuntimeInitialized(...args) {
     at.initialized = performance.now();
     return typeof initialized === 'function' ? initialized.apply(this, args) : undefined;
   };
@@ -88,10 +88,10 @@ export function hook() {
   if (hooked) return true;
   const create = globalThis._createPyodideModule;
   if (typeof create !== 'function') return false;
-  globalThis._createPyodideModule = async function createPyodideModule(config, ...rest) {
+  globalThis._createPyodideModule = async function createPyodideModule(moduleArg, ...rest) {
     const factory = performance.now();
-    const steps = config ? markSteps(config) : {};
-    const M = await create.call(this, config, ...rest);
+    const steps = moduleArg ? markSteps(moduleArg) : {};
+    const M = await create.call(this, moduleArg, ...rest);
     const created = performance.now();
     // loadPyodide restores the heap right after this resolves: the extension modules' compiles, started as the
     // snapshot was read, ran beside this instantiation (SpiderMonkey compiles a module up front: 100-400 ms)
@@ -100,7 +100,7 @@ export function hook() {
       compiles = null;
       await waiting;
     }
-    const api = config && config.API;
+    const api = moduleArg && moduleArg.API;
     if (api && typeof api.restoreSnapshot === 'function') {
       const restore = api.restoreSnapshot;
       api.restoreSnapshot = function restoreSnapshot(bytes) {
@@ -128,8 +128,8 @@ export function hook() {
  * resolves to `bytes` at once, the modules compiling from the snapshot's copy of their files (WebAssembly.compile,
  * off this thread: SpiderMonkey compiles all of a module up front, 180-470 ms of Firefox's worker for NumPy's
  * three when the relink did it) while pyodide.asm.wasm is instantiated: the hooked module factory awaits them
- * before the restore (they were awaited here, before the factory was called, until session 8: 300-400 ms of
- * Firefox's warm start).  `after`: a promise the compiles wait for (pyodide.asm.wasm's own early compile: begun
+ * before the restore (awaiting them before the factory is called would cost 300-400 ms of Firefox's warm
+ * start).  `after`: a promise the compiles wait for (pyodide.asm.wasm's own early compile: begun
  * beside it, SpiderMonkey finished NumPy's three 250-400 ms later than begun after it, once the snapshot came from
  * the Origin Private File System at 100-150 ms instead of 270 ms).  One that did not compile is compiled by the
  * relink itself, synchronously; `precompile: false`: all of them (make_snapshot.mjs's self-test runs both ways). */

@@ -10,8 +10,9 @@ import {destroyGraphState, makeGraph} from './graph.js';
 import {destroyTensorState, makeTensor} from './tensor.js';
 import {legacyCompute} from './compute.js';
 import {isStrict} from './compat.js';
-import {linkSplit, releaseWorker, splitRequest} from './pool.js';
+import {linkSplit, releaseWorker, splitRequest} from '../runtime/pool.js';
 import {deviceLost, exportTensor, isGPUDevice, notAGPUDevice, rawWorker} from './webgpu.js';
+import {configOn} from '../switches.js';
 
 // opSupportLimits(): the draft (since webmachinelearning/webnn#910) and Chromium name the outputs of these
 // operators output0, output1, ...; the core describes them once, as `outputs`.
@@ -199,7 +200,7 @@ class ContextCore {
     const gid = nextObjectId++;
     const ids = [...constants.keys()];
     const buffers = ids.map((i) => constants.get(i));
-    const split = splitRequest(this.runtime, this.options);  // one graph over both cores (pool.js, split.js)
+    const split = splitRequest(this.runtime, this.options);  // one graph over both cores (runtime/pool.js, engine/split.js)
     const info = await this.untilLost(this.worker.request('build', {
       ctx: this.id, gid, graph: built.graph, constIds: JSON.stringify(ids), buffers,
       constantTensors: JSON.stringify(constantTensors), ...(split ? {split} : {}),
@@ -236,7 +237,7 @@ function readSteps(context, count, tensor, outputData) {
   const result = new Promise((resolve, reject) => { settle = {resolve, reject}; });
   t.pending.add(settle.reject);
   // the worker copies out of its heap once: into a new buffer script gets, or for outputData into a staging
-  // buffer lent with the request (rpc.js), copied into outputData here and kept for the next read or write
+  // buffer lent with the request (runtime/rpc.js), copied into outputData here and kept for the next read or write
   const n = byteLengthOf(t);
   const lent = byob ? c.worker.staging(n) : null;
   const into = lent && lent.staged ? lent.bytes : null;
@@ -306,7 +307,7 @@ export class MLContext {
       const inIds = c.validateNamed(ins, g.inputs, `${where}: inputs`);
       const outIds = c.validateNamed(outs, g.outputs, `${where}: outputs`);
       bound = {ins, outs, inputs: JSON.stringify(inIds), outputs: JSON.stringify(outIds)};
-      if (c.runtime.config.bindingCache !== false) g.lastBound = bound;
+      if (configOn(c.runtime.config, 'bindingCache')) g.lastBound = bound;
     }
     c.worker.post('dispatch', {ctx: c.id, gid: g.id, inputs: bound.inputs, outputs: bound.outputs});
   }
@@ -385,8 +386,8 @@ export class MLContext {
     if (t.destroyed) throw new DOMException(`${where}: the tensor has been destroyed`, 'InvalidStateError');
     if (!t.writable) throw new TypeError(`${where}: the tensor was not created with writable: true`);
     if (t.rental) throw new TypeError(`${where}: the tensor has been exported to WebGPU (destroy() its GPUBuffer first)`);
-    // the spec's copy at call time, into a staging buffer the worker gives back (rpc.js); transferred, not cloned
-    // (a small one is cloned: rpc.js staging)
+    // the spec's copy at call time, into a staging buffer the worker gives back (runtime/rpc.js); transferred, not cloned
+    // (a small one is cloned: runtime/rpc.js staging)
     const source = bytesFor(inputData, t, `${where}: inputData`, {anyView: !isStrict()});
     const {bytes, staged, transfer} = c.worker.staging(source.byteLength);
     bytes.set(source);

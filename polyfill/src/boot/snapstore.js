@@ -1,10 +1,10 @@
 // Where the Pyodide memory snapshots (snapshot.js) are kept: the Origin Private File System, else Cache Storage.
 // A warm visit's worker reads its 30 MB NumPy snapshot before anything else can run, and the page its 20 MB bare
 // one: from OPFS a worker reads it with a sync access handle straight into one buffer, 2.5x (Chromium) to 8x
-// (Firefox) faster than a Cache Storage response's arrayBuffer(), and writes it with one too (docs/performance.md,
-// session 8).  OPFS is missing or refused in some places (private modes, insecure contexts, service workers):
+// (Firefox) faster than a Cache Storage response's arrayBuffer(), and writes it with one too
+// (docs/performance.md).  OPFS is missing or refused in some places (private modes, insecure contexts, service workers):
 // there, and with the switch (`WEBNN_POLYFILL_CONFIG.opfs = false` on the page, `?opfs=0` on the worker's URL:
-// useOpfs), Cache Storage, as before.  One store per context: a snapshot is read from where this context would write it.
+// useOpfs), Cache Storage.  One store per context: a snapshot is read from where this context would write it.
 //
 // An OPFS entry is the snapshot followed by a trailer of 8 bytes, its length and a magic number: a file cut short
 // (a tab closed mid-write, a full disk) never reads as a whole snapshot.  It is written under a name of its own
@@ -12,6 +12,7 @@
 // other.  File names are the keys (URLs), URI-encoded.
 
 import {inServiceWorker} from './load-pyodide.js';
+import {configOn, liveConfig} from '../switches.js';
 
 const CACHE = 'webnn-polyfill-pyodide-snapshot';
 const DIR = 'webnn-polyfill-pyodide-snapshot';
@@ -46,8 +47,7 @@ function opfs() {
 }
 
 async function openDirectory() {
-  const config = (typeof globalThis !== 'undefined' && globalThis.WEBNN_POLYFILL_CONFIG) || {};
-  if (!opfsAllowed || config.opfs === false) return null;
+  if (!opfsAllowed || !configOn(liveConfig(), 'opfs')) return null;
   try {
     const storage = typeof navigator !== 'undefined' ? navigator.storage : null;
     if (!storage || typeof storage.getDirectory !== 'function') return null;

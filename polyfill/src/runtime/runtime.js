@@ -3,11 +3,12 @@
 //  - the execution worker's Pyodide with NumPy, where graphs run off the main thread.
 // Reports progress as `progress` events on webnnPolyfill.
 
-import {errorFromJson} from './errors.js';
+import {errorFromJson} from '../api/errors.js';
 import {WorkerClient} from './rpc.js';
-import {bootPyodide} from './boot.js';
-import {inFirefox} from './load-pyodide.js';
-import {stdlibUsed} from './stdlibpyc.js';
+import {bootPyodide} from '../boot/boot.js';
+import {inFirefox} from '../boot/load-pyodide.js';
+import {stdlibUsed} from '../boot/stdlibpyc.js';
+import {configOn} from '../switches.js';
 
 // the page's Pyodide waits at most this long for the worker's to start and hand it its compiled wasm and
 // snapshot (a cold first visit takes 3-4 s here, much longer on a loaded machine; a worker that fails
@@ -16,11 +17,8 @@ const PAGE_WAIT_LIMIT_MS = 60000;
 const STAGES = ['manifest', 'page-runtime', 'page-core', 'worker-runtime', 'worker-numpy', 'worker-core'];
 
 // What the worker hands over beside its compiled pyodide.asm.wasm, which it hands over in every browser
-// (engine.js handOver: Firefox's page read the module back only about one visit in two, a messageerror, until
-// session 9 found why: the worker closed its port right after the post; with the port left open it reads it every
-// time, and its own 10 MB compile no longer competes with the worker's NumPy compiles: Firefox warm 932 against
-// 1,168 ms).  A return visit in Firefox was slower (0.3-1.7 s in six interleaved pairs, not explained) with the
-// page restoring the worker's copy of the cached snapshot than reading the cache itself. So Firefox gets only a
+// (engine/start.js handOver).  In Firefox a return visit is slower (0.3-1.7 s in six interleaved pairs) with the
+// page restoring the worker's copy of the cached snapshot than reading the cache itself, so Firefox gets only a
 // snapshot the worker has just made (a first visit, where it spares the page's CPython start).
 function handOverWhat() {
   return {cachedSnapshot: !inFirefox()};
@@ -46,10 +44,10 @@ export class Runtime {
   #progress(stage, message) {
     // Stages after boot (e.g. the worker loading SciPy BLAS for a large graph) are reported, not counted.
     if (stage === 'worker-runtime' && !this.handoff) this.releasePage();  // else its handoff releases it
-    // when the site-packages entries were stored (page clock; sitecache.js): message 'numpy' or 'wheels'.  A
+    // when the site-packages entries were stored (page clock; boot/sitecache.js): message 'numpy' or 'wheels'.  A
     // timing only, not a progress event: it often comes after the graph is built, and a page showing progress
     // as "loading" (examples/webnn-app) would show it over its result
-    // NumPy's files written after the worker's init reply (boot.js deferNumpy): how they were installed
+    // NumPy's files written after the worker's init reply (boot/boot.js deferNumpy): how they were installed
     if (stage === 'worker-numpy-files') {
       this.timings.numpy = message;
       return;
@@ -85,7 +83,7 @@ export class Runtime {
         this.coreWheelURL = new URL(m.wheel, this.config.coreManifestURL).href;
         this.coreWheelSha256 = m.sha256;
         // the build's Pyodide snapshots (scripts/make_snapshot.mjs), when they were built: the bare one, and the
-        // worker's taken after `import numpy` (its extension modules relinked: relink.js)
+        // worker's taken after `import numpy` (its extension modules relinked: boot/relink.js)
         const at = (asset) => (asset ? {...asset, url: new URL(asset.url, this.config.coreManifestURL).href} : null);
         this.snapshotAsset = at(m.snapshot);
         this.numpySnapshotAsset = at(m.numpySnapshot);
@@ -106,9 +104,9 @@ export class Runtime {
     const handed = (await Promise.race([this.handoff, null])) || {};
     this.handoff = null;  // 20 MB: not kept once used
     const {py, snapshot, wheels, storeSite, imported} = await bootPyodide({indexURL: this.config.pyodideURL,
-      lockFileURL: this.config.lockFileURL, unzip: this.config.unzip !== false,
-      siteCache: this.config.siteCache !== false, siteScope: 'page', early: this.config.early !== false,
-      stdlibCode: this.config.stdlibCode !== false, snapshotImports: this.config.coreSnapshot !== false,
+      lockFileURL: this.config.lockFileURL, unzip: configOn(this.config, 'unzip'),
+      siteCache: configOn(this.config, 'siteCache'), siteScope: 'page', early: configOn(this.config, 'early'),
+      stdlibCode: configOn(this.config, 'stdlibCode'), snapshotImports: configOn(this.config, 'coreSnapshot'),
       snapshot: {use: true, make: true, given: handed.snapshot || null, givenNew: !!handed.made,
         prebuilt: this.prebuilt()},
       wasmModule: handed.module || null,
@@ -126,13 +124,13 @@ export class Runtime {
     const mod = py.pyimport('py_core.bridge.builder_host');
     this.host = mod.HOST;
     this.callJson = this.host.call_json;
-    // compiles of the standard library answered from the site cache's stored code (stdlibpyc.js)
+    // compiles of the standard library answered from the site cache's stored code (boot/stdlibpyc.js)
     this.timings.stdlibCode = {...this.timings.stdlibCode, page: stdlibUsed(py)};
     page.core = Math.round(performance.now() - t0);
     this.timings.page = page;  // ms on this page's clock since its Pyodide started booting
     this.#progress('page-core', 'graph builder ready');
     this.limits = this.call('op_support_limits');
-    // the core wheel and the builder's .pyc, for the next visit (sitecache.js)
+    // the core wheel and the builder's .pyc, for the next visit (boot/sitecache.js)
     setTimeout(async () => {
       if (await (await storeSite()).stored) {
         this.timings.siteStored = {...this.timings.siteStored, page: Math.round(performance.now() - this.t0)};
@@ -149,7 +147,7 @@ export class Runtime {
     const ready = await worker.request('init', {...this.engineInit(), handoff, handOver: handOverWhat()},
       handoff ? [handoff] : []);
     if (ready && ready.snapshot) this.timings.snapshot = {...this.timings.snapshot, worker: ready.snapshot};
-    // true: the worker's snapshot came with NumPy imported (relink.js)
+    // true: the worker's snapshot came with NumPy imported (boot/relink.js)
     if (ready) this.timings.numpySnapshot = !!ready.numpySnapshot;
     if (ready && ready.imported) this.timings.imported = {...this.timings.imported, worker: ready.imported};
     // 'cached' (site-packages from Cache Storage), 'unzipped' (in JavaScript), 'unpacked' (CPython's zipfile) or
@@ -175,7 +173,7 @@ export class Runtime {
    * none, for the page's and the workers' (a worker's own switch is its URL's ?prebuilt=0), nor the worker's
    * NumPy snapshot. */
   prebuilt() {
-    return this.config.prebuiltSnapshot === false ? null : this.snapshotAsset || null;
+    return configOn(this.config, 'prebuiltSnapshot') ? this.snapshotAsset || null : null;
   }
 
   #workerLost(worker, reason) {
@@ -193,10 +191,10 @@ export class Runtime {
       // (NumPy, the core, the compiler) is the longer one.
       this.workerStarted = new Promise((resolve) => {
         this.releasePage = resolve;
-        setTimeout(resolve, this.config.pageWait === false ? 0 : PAGE_WAIT_LIMIT_MS);
+        setTimeout(resolve, PAGE_WAIT_LIMIT_MS);
       });
       // While the page's Pyodide is not running, the worker hands it its compiled pyodide.asm.wasm and its
-      // memory snapshot (engine.js handOver) on a port of its own.
+      // memory snapshot (engine/start.js handOver) on a port of its own.
       let handoff = null;
       if (!this.callJson && typeof MessageChannel === 'function') {
         const {port1, port2} = new MessageChannel();

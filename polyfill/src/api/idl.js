@@ -1,7 +1,7 @@
 // WebIDL conversions for arguments and dictionaries, done before the core validates.
 // https://webidl.spec.whatwg.org/#es-type-mapping
 
-import TYPES from './generated/types.json';
+import TYPES from '../generated/types.json';
 
 // From py_core/types.py (scripts/gen_op_table.py): the core validates with the same values.
 const MAX_ULONG = TYPES.maxUnsignedLong;

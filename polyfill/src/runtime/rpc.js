@@ -1,25 +1,25 @@
 // Messaging with the execution worker: numbered requests, replies matched by id, transfer lists.
 // The worker handles messages strictly in order, which is what gives MLTensor its timeline.
 //
-// Fewer messages per dispatch (#16 line 2): the timeline calls a script makes in one go (writeTensor, dispatch,
+// Fewer messages per dispatch: the timeline calls a script makes in one go (writeTensor, dispatch,
 // readTensor, ...) leave as ONE postMessage, an array, sent when the current microtasks are done; the worker
-// answers a batch with one array of replies (engine.js), and sends none for a fire-and-forget post() that
+// answers a batch with one array of replies (engine/queue.js), and sends none for a fire-and-forget post() that
 // succeeded.  Anything else (init, build, compute: large payloads, or buffers the caller handed over) is sent at
-// once, after what is already queued, so the order never changes.  The worker URL switch ?batch=0 (or
-// WEBNN_POLYFILL_CONFIG.batch = false) sends every message alone, for comparisons.
+// once, after what is already queued, so the order never changes.  The config's `batch: false` sends every
+// message alone (switches.js).
 //
-// Staging buffers (#16): a fresh ArrayBuffer of a megabyte costs 0.5-0.7 ms before a byte is copied (the
-// browser maps new pages for it; measured in Chromium and Firefox), several times the copy itself.  So the
-// copy writeTensor must make goes into a staging buffer this client keeps: the worker copies it into its heap
-// and hands it back with its next replies (a 'recycle' message), and the next write of that size reuses it.
-// readTensor(tensor, outputData) lends one the same way for the worker to copy into.  Small buffers are
-// not staged (a fresh one costs less than the bookkeeping); ?staging=0 (or config staging: false) stages
-// nothing, for comparisons.
+// Staging buffers: a fresh ArrayBuffer of a megabyte costs 0.5-0.7 ms before a byte is copied (the browser maps
+// new pages for it; measured in Chromium and Firefox), several times the copy itself.  So the copy writeTensor
+// must make goes into a staging buffer this client keeps: the worker copies it into its heap and hands it back
+// with its next replies (a 'recycle' message), and the next write of that size reuses it.
+// readTensor(tensor, outputData) lends one the same way for the worker to copy into.  Small buffers are not
+// staged (a fresh one costs less than the bookkeeping); the config's `staging: false` stages nothing.
 //
-// Direct mode (engine.js): the worker writes and reads tensors with no Python call; ?direct=0 (or config
-// direct: false) switches it off, for comparisons: the client tells the engine in its 'init'.
+// Direct mode (engine/direct.js): the worker writes and reads tensors with no Python call; the config's
+// `direct: false` or the worker URL's ?direct=0 switches it off: the client tells the engine in its 'init'.
 
-import {errorFromJson} from './errors.js';
+import {errorFromJson} from '../api/errors.js';
+import {configOn, configValue, switchesOf, workerSwitchOn} from '../switches.js';
 import {spawnEngine} from './spawn.js';
 
 // message types that may wait for the end of the microtask checkpoint: small, their buffers are our own copies
@@ -32,22 +32,12 @@ const STAGED_MIN = 64 << 10;
 const STAGED_PER_SIZE = 4;
 const STAGED_BYTES = 64 << 20;
 
-/** Whether the switch `name` is on for the worker at `url`: not with ?name=0 or config name: false. */
-function switchOn(name, url, config) {
-  if (config && config[name] === false) return false;
-  try {
-    return new URL(url).searchParams.get(name) !== '0';
-  } catch (e) {
-    return true;
-  }
-}
-
 export class WorkerClient {
   constructor(url, onProgress, onLost, config = null) {
-    this.worker = spawnEngine(url);
-    this.batching = switchOn('batch', url, config);
-    this.stagingOn = switchOn('staging', url, config);
-    this.direct = switchOn('direct', url, config);
+    this.worker = spawnEngine(url, configValue(config, 'engineURL'));
+    this.batching = configOn(config, 'batch');
+    this.stagingOn = configOn(config, 'staging');
+    this.direct = configOn(config, 'direct') && workerSwitchOn(switchesOf(url), 'direct');
     this.staged = new Map();  // byteLength -> ArrayBuffers the worker gave back
     this.stagedBytes = 0;
     this.stagingReused = 0;  // copies that went into a buffer the worker gave back (workerStats)

@@ -1,4 +1,4 @@
-// One graph over both cores (#16 line 4), the engine's side: a batch-separable graph (py_core/compiler/split.py)
+// One graph over both cores, the engine's side: a batch-separable graph (py_core/compiler/split.py)
 // is built here for one part of its batch and, on the peer worker, for the other (the same part graph); a
 // dispatch sends the other part of its inputs to the peer on a MessageChannel between the two workers (not
 // through the page), runs its own part meanwhile, and copies the peer's outputs into the output tensors beside
@@ -8,11 +8,14 @@
 //
 // The peer answers requests on the port as they arrive, not in its own queue: its queue may itself be waiting
 // for this worker (both workers may own split graphs), and no Python runs while a queue waits.
-// Off with the worker URL switch ?split=0 (or WEBNN_POLYFILL_CONFIG.split = false, pool.js).
+// Off with the worker URL switch ?split=0; on only where the page's config asks for it (runtime/pool.js).
+
+import {workerSwitchOn} from '../switches.js';
+import {takeBytes, unwrap} from './glue.js';
 
 /** The split half of an engine: `pyodide()`, `glue()` (py_core.bridge.pyodide_glue) as the engine has them. */
-export function createSplit({pyodide, glue, unwrap, switches, takeBytes, outputsDone = () => {}}) {
-  const on = switches.get('split') !== '0';
+export function createSplit({pyodide, glue, switches, outputsDone = () => {}}) {
+  const on = workerSwitchOn(switches, 'split');
   let module = null;
   let port = null;
   let nextId = 1;

@@ -26,8 +26,8 @@ export function inServiceWorker() {
   return typeof ServiceWorkerGlobalScope !== 'undefined' && globalThis instanceof ServiceWorkerGlobalScope;
 }
 
-/** True in Firefox (a page or a worker): where its engine was measured to need another path (boot.js, runtime.js,
- * engine.js say why at each use). */
+/** True in Firefox (a page or a worker): where its engine was measured to need another path (boot.js, runtime/runtime.js,
+ * engine/start.js say why at each use). */
 export function inFirefox() {
   return typeof navigator !== 'undefined' && /\bFirefox\//.test(navigator.userAgent || '');
 }

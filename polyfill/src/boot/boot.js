@@ -1,5 +1,5 @@
-// The one way this project starts a Pyodide: the page's (builder) and the execution worker's (runtime.js,
-// engine.js) in the browser, and the Node runners (scripts/pyodide_node.mjs, tests/pyodide/run_wpt.mjs).
+// The one way this project starts a Pyodide: the page's (builder) and the execution worker's (runtime/runtime.js,
+// engine/start.js) in the browser, and the Node runners (scripts/pyodide_node.mjs, tests/pyodide/run_wpt.mjs).
 //
 // Steps: import Pyodide's loader from indexURL (load-pyodide.js: pages, workers, service workers), start the
 // interpreter (snapshot.js: from the memory snapshot when there is one), then install NumPy and wheels
@@ -24,34 +24,65 @@ function fetchable(indexURL) {
 }
 
 /**
- * A started Pyodide with what it needs installed.
- *  indexURL      Pyodide's folder (a URL, or a path ending in '/' under Node)
- *  lockFileURL   a lock file other than indexURL's own (the dist package's)
- *  env, stdout, stderr, args: loadPyodide's options (stdout/stderr default to silence)
- *  snapshot      {use, make, store, given, givenNew, prebuilt, numpyAsset}: restore `given` snapshot bytes, the
- *                cached snapshot or the build's (`prebuilt`: {url, sha256, size}) / take one when booting without,
- *                and store it (snapshot.js startPyodide); with `numpy`, first the build's NumPy snapshot
- *                (`numpyAsset`: {url, sha256, size, numpySha256, relink}), NumPy then comes imported
- *  wasmModule    pyodide.asm.wasm already compiled (another Pyodide's, see shareWasm below)
- *  numpy         install NumPy
- *  wheels        [{url, sha256}] installed after (sha256: hex, checked before anything is unpacked)
- *  packages      names for loadPackage (e.g. 'scipy' under Node)
- *  unpack        false installs with loadPackage (the worker's ?unpack=0)
- *  unzip         false unpacks with CPython's zipfile instead of in JavaScript (the worker's ?unzip=0)
- *  siteCache     restore each wheel's files (with their .pyc) from Cache Storage (sitecache.js), read while
- *                Pyodide starts, or install it and let the caller store it with storeSite() once it has imported
- *                what it needs; siteScope names whose site-packages it is (the page's and the worker's differ)
- *  deferNumpy    where NumPy came imported with the snapshot and its files are not in the site cache, resolve
- *                before they are written (lazy imports read them): `numpyLater` then resolves to {how,
- *                storeSite} once they are, and `storeSite` is null until then
- *  snapshotImports  false: drop the packages a build's snapshot came with imported (dropStaleImports), as if
- *                they were another wheel's: this boot imports them from their files
- *  stdlibCode    with siteCache: keep the standard library's compiled code (stdlibpyc.js) in the entry of the last
- *                of `wheels` (or NumPy's without wheels), use it where that entry was restored
- *  mark(stage, info) called after 'script', 'module' (info: {wasmModule}: pyodide.asm.wasm compiled or given, not
- *                yet instantiated), 'runtime' (info: {snapshot, snapshotBytes, wasmModule}), 'numpy', 'wheels'
- *                (each when installed) and 'packages'; with siteCache also 'siteOpen', 'siteRead', 'siteChecked';
- *                with a prebuilt snapshot 'snapshotFetched' (fetched and inflated)
+ * bootPyodide's options: each with its default and what it is for.  Callers: runtime/runtime.js (the page's),
+ * engine/start.js (the execution worker's), scripts/pyodide_node.mjs (Node).
+ */
+export const BOOT_OPTIONS = Object.freeze({
+  // Pyodide's folder: a URL, or a path ending in '/' under Node (required)
+  indexURL: undefined,
+  // a lock file other than indexURL's own (the dist package's)
+  lockFileURL: undefined,
+  // loadPyodide's environment variables, and its command line
+  env: undefined,
+  args: undefined,
+  // loadPyodide's output callbacks (silence by default)
+  stdout: () => {},
+  stderr: () => {},
+  // {use, make, store, given, givenNew, prebuilt, numpyAsset}: restore the `given` snapshot bytes, the cached
+  // snapshot or the build's (`prebuilt`: {url, sha256, size}), or take one when booting without, and store it
+  // (snapshot.js startPyodide); with `numpy`, first the build's NumPy snapshot (`numpyAsset`: {url, sha256,
+  // size, numpySha256, relink}), NumPy then comes imported
+  snapshot: Object.freeze({use: false, make: false}),
+  // pyodide.asm.wasm already compiled (another Pyodide's, see shareWasm below)
+  wasmModule: null,
+  // install NumPy
+  numpy: false,
+  // [{url, sha256}] installed after NumPy (sha256: hex, checked before anything is unpacked)
+  wheels: Object.freeze([]),
+  // names for loadPackage (e.g. 'scipy' under Node)
+  packages: Object.freeze([]),
+  // false: install with loadPackage instead of writing the files (the worker's ?unpack=0)
+  unpack: true,
+  // false: unpack with CPython's zipfile instead of in JavaScript (?unzip=0)
+  unzip: true,
+  // restore each wheel's files (with their .pyc) from Cache Storage (sitecache.js), read while Pyodide starts, or
+  // install it and let the caller store it with storeSite() once it has imported what it needs
+  siteCache: false,
+  // whose site-packages these are (the page's and the worker's differ)
+  siteScope: 'pyodide',
+  // start the steps side by side: Pyodide's script, pyodide.asm.wasm's compile, the snapshot's and the site
+  // entries' reads, begun before loadPyodide asks for them (startEarly)
+  early: true,
+  // with siteCache: keep the standard library's compiled code (stdlibpyc.js) in the entry of the last of
+  // `wheels` (or NumPy's without wheels), and use it where that entry was restored
+  stdlibCode: true,
+  // false: drop the packages a build's snapshot came with imported (dropStaleImports), as if they were another
+  // wheel's: this boot imports them from their files
+  snapshotImports: true,
+  // where NumPy came imported with the snapshot and its files are not in the site cache, resolve before they are
+  // written (lazy imports read them): `numpyLater` then resolves to {how, storeSite} once they are, and
+  // `storeSite` is null until then
+  deferNumpy: false,
+  // mark(stage, info), called after 'script', 'module' (info: {wasmModule}: pyodide.asm.wasm compiled or given,
+  // not yet instantiated), 'runtime' (info: {snapshot, snapshotBytes, wasmModule}), 'numpy', 'wheels' (each when
+  // installed) and 'packages'; with siteCache also 'siteOpen', 'siteRead', 'siteChecked'; with a prebuilt
+  // snapshot 'snapshotFetched' (fetched and inflated)
+  mark: () => {},
+});
+
+/**
+ * A started Pyodide with what it needs installed; `options`: BOOT_OPTIONS (an option not given, or undefined,
+ * takes its default).
  * Resolves to {py, version, snapshot: 'handed'|'loaded'|'prebuilt'|'made'|'none', snapshotBytes, numpySnapshot
  * (true: restored from the NumPy snapshot, snapshotBytes then null), imported (the top-level packages of `wheels`
  * that came imported with the snapshot: dropStaleImports), wasmModule,
@@ -61,12 +92,13 @@ function fetchable(indexURL) {
  * default, both: their files and the .pyc written since; call it after importing from them; it resolves once the
  * writes are under way)}: snapshotBytes and wasmModule (when known) can start another Pyodide.
  */
-export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}, stderr = () => {}, args,
-  snapshot = {use: false, make: false}, wasmModule = null, numpy = false, wheels = [], packages = [],
-  unpack = true, unzip = true, siteCache = false, siteScope = 'pyodide', early = true, stdlibCode = true,
-  snapshotImports = true, deferNumpy = false, mark = () => {}} = {}) {
+export async function bootPyodide(options = {}) {
+  const given = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined));
+  const {indexURL, lockFileURL, env, stdout, stderr, args, wasmModule, numpy, wheels, packages, unpack, unzip,
+    siteCache, siteScope, early, stdlibCode, snapshotImports, deferNumpy, mark} = {...BOOT_OPTIONS, ...given};
+  let {snapshot} = {...BOOT_OPTIONS, ...given};
   const viaFetch = unpack && fetchable(indexURL);
-  // (Fetching the wheels while Pyodide starts was tried: Firefox's snapshot restore in the worker took 0.4-0.6 s
+  // (The wheels are not fetched while Pyodide starts: Firefox's snapshot restore in the worker takes 0.4-0.6 s
   // longer beside the downloads and digests, more than they cost after it.)
   // (with the NumPy snapshot, compiled early in every browser: the page's Pyodide starts once the module is known)
   const started0 = early && fetchable(indexURL) ? startEarly(indexURL, wasmModule, !!snapshot.numpyAsset)
@@ -88,10 +120,10 @@ export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}
   const site = siteCache && viaFetch ? new SiteEntries(indexURL, version, siteScope, stdlibCode, mark) : null;
   // the cache entries are read (and their sha256 checked) while Pyodide starts: I/O and digests off this thread
   if (site && version && early) site.prefetch(numpyLock, wheels);
-  const options = {indexURL, stdout, stderr};
-  if (lockFileURL) options.lockFileURL = lockFileURL;
-  if (env && Object.keys(env).length) options.env = env;
-  if (args) options.args = args;
+  const loadOptions = {indexURL, stdout, stderr};  // loadPyodide's
+  if (lockFileURL) loadOptions.lockFileURL = lockFileURL;
+  if (env && Object.keys(env).length) loadOptions.env = env;
+  if (args) loadOptions.args = args;
   let moduleKnown = false;
   const onModule = (module) => {
     if (moduleKnown || !module) return;
@@ -103,7 +135,7 @@ export async function bootPyodide({indexURL, lockFileURL, env, stdout = () => {}
   let started;
   try {
     await started0.script;  // else loadPyodide imports it a second time
-    started = await startPyodide(loadPyodide, version, options, {...snapshot, mark});
+    started = await startPyodide(loadPyodide, version, loadOptions, {...snapshot, mark});
   } finally {
     wasm.release();
   }
@@ -168,7 +200,7 @@ _webnn_kept`);
 // Firefox, pyodide.asm.wasm compiled unless a compiled module was handed over: Firefox compiles it on every visit
 // (226 ms quiet), Chromium's instantiateStreaming takes it from its code cache, and compiling it early there
 // measured no gain (4 interleaved rounds) while its cache reads ran beside the snapshot's; except (`compile`) for
-// a worker restoring the NumPy snapshot, whose compiled module starts the page's Pyodide (engine.js).  {script: resolves when
+// a worker restoring the NumPy snapshot, whose compiled module starts the page's Pyodide (engine/start.js).  {script: resolves when
 // imported or not, module: resolves to the module or null (shareWasm then lets Pyodide's own instantiation
 // run)}.  Not in a service worker (no import() after its script ran: load-pyodide.js).
 function startEarly(indexURL, given, compile = false) {

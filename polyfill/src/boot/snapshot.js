@@ -3,7 +3,7 @@
 // Restoring it skips CPython's start-up (about 2 of the 2.5-3 s a warm loadPyodide takes), for the page's Pyodide
 // and the worker's alike. The worker,
 // which starts first, restores it (or on a first visit makes it) and hands its bytes to the page's Pyodide
-// (runtime.js), which stores a new one: on a first visit CPython starts once, not twice.
+// (runtime/runtime.js), which stores a new one: on a first visit CPython starts once, not twice.
 //
 // Pyodide 0.27 has the (underscore, experimental) loadPyodide options `_makeSnapshot` / `_loadSnapshot`. These
 // snapshots hold only the bare interpreter, and site-packages lives in the JS file system, outside the heap, so

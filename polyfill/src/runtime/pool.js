@@ -1,5 +1,5 @@
 // Which execution worker runs a new context: contexts on different workers run concurrently, each worker on a
-// core of its own (#16 line 4).  The runtime boots the first worker (runtime.js); a second context created while
+// core of its own.  The runtime boots the first worker (runtime.js); a second context created while
 // every worker already runs a live context gets a worker of its own, up to `workers` of them
 // (WEBNN_POLYFILL_CONFIG.workers; default: 2, or 1 where the machine has one core or the engine runs in this
 // thread).  Each further worker is a Pyodide with NumPy and the core: measured on this project's 2-core machine
@@ -9,13 +9,14 @@
 
 import {WorkerClient} from './rpc.js';
 import {engineThread} from './spawn.js';
+import {configValue, liveConfig, switchesOf, workerSwitchOn} from '../switches.js';
 
 const pools = new WeakMap();
 
 /** How many workers contexts may spread over: the config's `workers`, else 2 where there are 2+ cores. */
 export function workerLimit(config) {
   if (engineThread() !== 'worker') return 1;
-  const given = config && config.workers;
+  const given = configValue(config, 'workers');
   if (given !== undefined && given !== null) return Math.max(1, Math.floor(Number(given)) || 1);
   const cores = typeof navigator !== 'undefined' && navigator.hardwareConcurrency ? navigator.hardwareConcurrency : 1;
   return Math.min(2, cores);
@@ -81,7 +82,7 @@ class WorkerPool {
     else this.contexts.delete(worker);
   }
 
-  /** The worker that runs the other part of `worker`'s split graphs (#16 line 4, split.js): another worker of
+  /** The worker that runs the other part of `worker`'s split graphs (engine/split.js): another worker of
    *  the pool, started if there are fewer than `workers`, linked to `worker` by a MessageChannel once; null
    *  when there can be none. */
   peer(worker) {
@@ -143,17 +144,13 @@ export function releaseWorker(runtime, worker) {
   poolOf(runtime).release(worker);
 }
 
-// Opt-in (`split: true`): on by default it split matmul512 (its 512 rows count as a batch) and made it 7.2 ->
-// 10-12 ms in Chromium on this 2-core machine, while MobileNetV2 at batch 4 gained 1.36x only when nothing else ran.
+// Opt-in (`split: true`): it pays for a graph with enough work per part, while nothing else runs; a matmul over
+// 512 rows (a batch of 512) split over the two cores of a loaded machine runs slower than on one.
 function switchedOff(runtime) {
-  const live = typeof globalThis !== 'undefined' && globalThis.WEBNN_POLYFILL_CONFIG;
-  const given = live && 'split' in live ? live.split : runtime.config.split;
+  const live = liveConfig();
+  const given = 'split' in live ? configValue(live, 'split') : configValue(runtime.config, 'split');
   if (given !== true) return true;
-  try {
-    return new URL(runtime.config.workerURL).searchParams.get('split') === '0';
-  } catch (e) {
-    return false;
-  }
+  return !workerSwitchOn(switchesOf(configValue(runtime.config, 'workerURL')), 'split');
 }
 
 /**
@@ -164,8 +161,8 @@ function switchedOff(runtime) {
 export function splitRequest(runtime, options) {
   if ((options && options.powerPreference === 'low-power') || workerLimit(runtime.config) < 2) return null;
   if (switchedOff(runtime)) return null;
-  const live = (typeof globalThis !== 'undefined' && globalThis.WEBNN_POLYFILL_CONFIG) || {};
-  const minFlops = 'splitMinFlops' in live ? live.splitMinFlops : runtime.config.splitMinFlops;
+  const live = liveConfig();
+  const minFlops = configValue('splitMinFlops' in live ? live : runtime.config, 'splitMinFlops');
   return {parts: 2, ...(typeof minFlops === 'number' ? {minFlops} : {})};
 }
 

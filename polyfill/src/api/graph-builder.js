@@ -1,7 +1,7 @@
 // MLGraphBuilder: every operator method is generated from the core's op table (py_core/spec), and each
 // call validates synchronously in the page's Pyodide.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder
 
-import OPS from './generated/ops.json';
+import OPS from '../generated/ops.json';
 import {checkBufferSource, copyFor, scalarBytes} from './buffers.js';
 import {
   DATA_TYPES, convertValue, toDOMString, toDictionary, toEnum, toMLNumberValue, toOperandDescriptor, toRecord,

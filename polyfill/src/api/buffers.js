@@ -2,7 +2,7 @@
 // and the cast of an MLNumber to a data type (the same rule as py_core/spec/mlnumber.py).
 // https://www.w3.org/TR/webnn/#validate-buffer-with-descriptor  https://www.w3.org/TR/webnn/#algorithms-casting
 
-import TYPES from './generated/types.json';
+import TYPES from '../generated/types.json';
 
 // Bytes per element and the integer types' ranges: py_core/types.py's (scripts/gen_op_table.py).
 export const BYTES_PER_ELEMENT = TYPES.bytesPerElement;

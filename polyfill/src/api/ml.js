@@ -1,7 +1,7 @@
 // ML: navigator.ml.createContext().  https://www.w3.org/TR/webnn/#api-ml
 
 import {makeContext} from './context.js';
-import {acquireWorker} from './pool.js';
+import {acquireWorker} from '../runtime/pool.js';
 import {toDictionary, toEnum} from './idl.js';
 import {isStrict} from './compat.js';
 import {INTERNAL, defineInterface, illegal, stateOf} from './internal.js';
@@ -40,7 +40,7 @@ export class ML {
     if (o.deviceType !== undefined && !isStrict()) {
       opts.deviceType = toEnum(o.deviceType, `${where}: options.deviceType`, DEVICE_TYPES, 'MLDeviceType');
     }
-    // a worker of its own where one is free or may be started, so contexts run concurrently (pool.js)
+    // a worker of its own where one is free or may be started, so contexts run concurrently (runtime/pool.js)
     const worker = await acquireWorker(runtime, opts);
     return makeContext(runtime, worker, opts);
   }
