@@ -31,7 +31,7 @@ from bench import results as res
 from bench.cases.select import select
 from bench.run.runner import DEFAULT_IMPLS, Runner, expand_impls, plan
 from bench.server import dev_server
-from bench.targets import Target, local_targets, remote_target, webdriver_target
+from bench.targets import WEBDRIVER_ENDPOINT_HELP, Target, local_targets, remote_target, webdriver_target
 from bench.targets.playwright import BrowserSession
 from bench.targets.probe import VARIANTS
 from bench.targets.sessions import open_session
@@ -183,8 +183,7 @@ def _browser_options(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="URL",
-        help="a browser behind a W3C WebDriver server (repeatable): safaridriver, a Selenium Grid, a cloud grid: "
-        "http://HOST:PORT/PATH[#browser=safari&name=LABEL&capabilities=JSON] (docs/webdriver.md)",
+        help=WEBDRIVER_ENDPOINT_HELP,
     )
     p.add_argument("--server", help="use this running dev server instead of starting one")
     p.add_argument("--headed", action="store_true", help="show the local browsers")

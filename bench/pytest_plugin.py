@@ -35,7 +35,14 @@ from bench.results import FAIL, PASS, UNAVAILABLE, Result, RunWriter
 from bench.run.compare import Pair, pairwise
 from bench.run.runner import DEFAULT_IMPLS, Item, Runner, expand_impls, plan
 from bench.server import dev_server
-from bench.targets import BrowserUnavailable, Target, local_targets, remote_target, webdriver_target
+from bench.targets import (
+    WEBDRIVER_ENDPOINT_HELP,
+    BrowserUnavailable,
+    Target,
+    local_targets,
+    remote_target,
+    webdriver_target,
+)
 from bench.targets.playwright import BrowserSession
 from bench.targets.probe import USABLE, VARIANTS, Probe
 from bench.targets.sessions import open_session
@@ -80,8 +87,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="append",
         default=[],
         metavar="URL",
-        help="a browser behind a W3C WebDriver server (repeatable): safaridriver, a Selenium Grid, a cloud grid: "
-        "http://HOST:PORT/PATH[#browser=safari&name=LABEL&capabilities=JSON] (docs/webdriver.md)",
+        help=WEBDRIVER_ENDPOINT_HELP,
     )
     group.addoption(
         "--webnn-report",

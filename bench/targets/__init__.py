@@ -79,6 +79,11 @@ WEBDRIVER_ENGINES = {"safari": "webkit", "safari technology preview": "webkit", 
                      "microsoftedge": "chromium", "msedge": "chromium", "firefox": "firefox"}
 
 
+WEBDRIVER_ENDPOINT_HELP = ("a browser behind a W3C WebDriver server (repeatable): safaridriver, a Selenium Grid, a "
+                           "cloud grid: http://HOST:PORT/PATH[#browser=safari&name=LABEL&capabilities=JSON] "
+                           "(docs/webdriver.md)")
+
+
 def webdriver_target(spec: str) -> Target:
     """`--webdriver-endpoint URL[#browser=NAME&name=LABEL&capabilities=JSON]`: a WebDriver server (its URL as
     Selenium takes it) and the capabilities of the session to ask for; `browser` is the browserName (default
