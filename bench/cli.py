@@ -5,7 +5,7 @@ python -m bench run [--browser chromium --browser firefox --browser webkit] [--b
                     [--cases wpt@1,tests/data/graphs] [--impl polyfill --impl 'native:*']
                     [--out reports] [--repeat 3] [--server URL] [--headed] [--quiet]
 python -m bench probe [--browser ...] [--browser-endpoint ...] [--webdriver-endpoint ...]
-python -m bench perf [--browsers chromium,firefox] [--cases mobilenetv2,matmul512,...] [--reps N] [--baseline]
+python -m bench perf [--browsers chromium,firefox,webkit] [--cases mobilenetv2,matmul512,...] [--reps N] [--baseline]
                      [--memory-runs 1000] [--skip-startup] [--skip-node] [--skip-transfer] [--out reports]
 python -m bench report RUN_DIR
 python -m bench list [--out reports]

@@ -519,8 +519,9 @@ def run(opts: PerfOptions, out: Path, command: str) -> Path:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The perf mode's options."""
-    p.add_argument("--browsers", default="chromium,firefox",
-                   help="comma-separated: chromium, firefox, webkit, chromium-npm (default chromium,firefox)")
+    p.add_argument("--browsers", default="chromium,firefox,webkit",
+                   help="comma-separated: chromium, firefox, webkit, chromium-npm (default chromium,firefox,webkit; "
+                   "webkit is WebKitGTK through WebDriver where Playwright has no WebKit)")
     p.add_argument("--cases", default=",".join(DEFAULT_CASES),
                    help=f"comma-separated graphs of bench/perf/models.py, and {SMALL_OPS} (the encoder via ORT, "
                         "the 1-op round trip, two contexts: bench/perf/dispatch.py); "
