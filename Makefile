@@ -111,7 +111,7 @@ polyfill/src/generated/ops.json polyfill/src/generated/types.json &: $(GEN_SCRIP
 # The Pyodide memory snapshots, made under Node and served gzipped beside the bundle (a first visit restores them
 # instead of starting CPython): the bare interpreter's, and the worker's with NumPy imported; both with the core
 # imported (the wheel the dev server serves now; after `make build`, whose C kernels it holds).  A no-op when it
-# is current; it never fails the build: without it the polyfill starts CPython, as before
+# is current; it never fails the build: without it the polyfill starts CPython from its files
 # (scripts/make_snapshot.mjs).
 snapshot: node assets venv-run
 	$(PY) -m web.core_wheel build/core-wheel.whl
