@@ -82,6 +82,12 @@ def playwright_has(browser_type: Any) -> bool:
         return False
 
 
+def webkit_over_webdriver(browser: str, playwright: Any) -> bool:
+    """Whether this local browser is WebKitGTK through WebDriver: WebKit where Playwright's own WebKit is not
+    installed (docs/webdriver.md)."""
+    return browser == "webkit" and not playwright_has(playwright.webkit)
+
+
 @dataclass(frozen=True)
 class NativeChromium:
     """Where the native-WebNN Chromium is, or why it is not there (`path` None)."""

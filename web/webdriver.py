@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import subprocess
 import time
@@ -96,8 +97,6 @@ def xvfb_display() -> Iterator[str]:
 
 def _read_display_number(fd: int, proc: subprocess.Popen[bytes]) -> str:
     """Xvfb writes its display number and a newline to -displayfd once it accepts clients."""
-    import select
-
     deadline, text = time.monotonic() + XVFB_START_SECONDS, b""
     while not text.endswith(b"\n"):
         left = deadline - time.monotonic()

@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -51,7 +51,7 @@ from bench.server import dev_server
 from bench.targets import BrowserUnavailable, Target, local_target
 from bench.targets.playwright import BrowserSession
 from bench.targets.webdriver import WebDriverSession
-from web.browsers import playwright_has
+from web.browsers import playwright_has, webkit_over_webdriver
 from web.settings import Settings
 from web.webdriver import WebDriverPage, webkitgtk_session
 
@@ -173,29 +173,13 @@ class PerfWebDriverSession(WebDriverSession):
         return self.page.evaluate(js, arg)
 
 
-def webdriver_startup(target: Target, base: str, counter: ByteCounter, case: str) -> dict[str, Any]:
-    """startup() in a WebDriver browser: a first window of a new session (its profile new, unless the browser
+def webdriver_startup(base: str, counter: ByteCounter, case: str) -> dict[str, Any]:
+    """startup() in WebKitGTK over WebDriver: a first window of a new session (its profile new, unless the browser
     keeps automation profiles), then a second window of the same session (its caches warm)."""
     out: dict[str, Any] = {"case": case}
-    session = PerfWebDriverSession(target, base, timeout_ms=PAGE_TIMEOUT_MS)
-    session.driver = session._stack.enter_context(webkitgtk_session())
-    try:
+    with webkitgtk_session() as driver:
         for label in ("cold", "warm"):
-            settled = settle()
-            page = WebDriverPage.new_window(session.driver, PAGE_TIMEOUT_MS)
-            counter.reset()
-            t0 = time.perf_counter()
-            page.goto(f"{base}{PAGE}")
-            page.wait_for_function("() => window.perf && window.perf.ready")
-            data = dict(page.evaluate("(name) => perf.startup(name)", case))
-            data.update(wallMs=(time.perf_counter() - t0) * 1e3, settledMs=settled * 1e3, bytes=counter.bytes,
-                        requests=counter.requests, notModified=counter.not_modified,
-                        largest=dict(sorted(counter.paths.items(), key=lambda kv: -kv[1])[:6]))
-            settle()  # its background stores done before the window closes
-            page.close()
-            out[label] = data
-    finally:
-        session.close()
+            out[label] = _startup_page(lambda: WebDriverPage.new_window(driver, PAGE_TIMEOUT_MS), base, counter, case)
     return out
 
 
@@ -294,10 +278,20 @@ def run_cases(session: PerfSession | PerfWebDriverSession, cases: Sequence[PerfC
     return raws
 
 
-def _startup_page(context: Any, base: str, counter: ByteCounter, case: str) -> dict[str, Any]:
+def _playwright_page(context: Any) -> Callable[[], Any]:
+    """A new page of `context` with the visit's timeout, for _startup_page."""
+    def open_page() -> Any:
+        page = context.new_page()
+        page.set_default_timeout(PAGE_TIMEOUT_MS)
+        return page
+
+    return open_page
+
+
+def _startup_page(open_page: Callable[[], Any], base: str, counter: ByteCounter, case: str) -> dict[str, Any]:
+    """One visit to a built graph of `case` in a page from open_page() (Playwright's or a WebDriver window)."""
     settled = settle()  # the browser just launched (or the last visit's background work): see bench/perf/settle.py
-    page = context.new_page()
-    page.set_default_timeout(PAGE_TIMEOUT_MS)
+    page = open_page()
     counter.reset()
     t0 = time.perf_counter()
     page.goto(f"{base}{PAGE}")
@@ -326,14 +320,14 @@ def startup(pw: Any, target: Target, browser: Any, base: str, counter: ByteCount
             for label in ("cold", "warm"):
                 context = pw.chromium.launch_persistent_context(profile, **kw)
                 try:
-                    out[label] = _startup_page(context, base, counter, case)
+                    out[label] = _startup_page(_playwright_page(context), base, counter, case)
                 finally:
                     context.close()
         return out
     context = browser.new_context()
     try:
         for label in ("cold", "warm"):
-            out[label] = _startup_page(context, base, counter, case)
+            out[label] = _startup_page(_playwright_page(context), base, counter, case)
     finally:
         context.close()
     return out
@@ -452,7 +446,7 @@ def run(opts: PerfOptions, out: Path, command: str) -> Path:
     with dev_server(wrap=wrap) as base, open_playwright() as pw:
         assert counter is not None
         for target in targets:
-            over_webdriver = target.browser == "webkit" and not playwright_has(pw.webkit)
+            over_webdriver = webkit_over_webdriver(target.browser, pw)
             session: PerfSession | PerfWebDriverSession
             if over_webdriver:
                 session = PerfWebDriverSession(target, base, timeout_ms=PAGE_TIMEOUT_MS)
@@ -483,7 +477,7 @@ def run(opts: PerfOptions, out: Path, command: str) -> Path:
                 if not opts.skip_startup:
                     for case in startup_cases:
                         log(f"{target.id}: startup with {case.name}")
-                        data = (webdriver_startup(target, base, counter, case.name) if over_webdriver
+                        data = (webdriver_startup(base, counter, case.name) if over_webdriver
                                 else startup(pw, target, session.browser, base, counter, case.name))
                         writer.measure("startup", target.id, data)
             except BrowserUnavailable as e:

@@ -9,7 +9,7 @@ from typing import Any
 from bench.targets import Target
 from bench.targets.playwright import BrowserSession
 from bench.targets.webdriver import WebDriverSession
-from web.browsers import playwright_has
+from web.browsers import webkit_over_webdriver
 from web.served_files import ServedFiles
 
 
@@ -17,7 +17,6 @@ def open_session(playwright: Any, target: Target, server_url: str, *, served: Se
                  launch_base: Mapping[str, Any] | None = None, init_scripts: Sequence[str] = ()) -> BrowserSession:
     """The target's started session.  `served`: the bench's own dev server's /__files/ (framework models reach
     WebDriver browsers through it)."""
-    webkitgtk = target.browser == "webkit" and not target.remote and not playwright_has(playwright.webkit)
-    if target.protocol == "webdriver" or webkitgtk:
+    if target.protocol == "webdriver" or (not target.remote and webkit_over_webdriver(target.browser, playwright)):
         return WebDriverSession(target, server_url, served=served, init_scripts=init_scripts).start()
     return BrowserSession(playwright, target, server_url, launch_base=launch_base, init_scripts=init_scripts).start()

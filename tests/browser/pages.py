@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from web.browsers import playwright_has
+from web.browsers import webkit_over_webdriver
 from web.webdriver import WebDriverPage
 
 
@@ -44,7 +44,7 @@ WEBKIT_OVER_WEBDRIVER = "; WebKitGTK through WebDriver runs the tests whose page
 
 def over_webdriver(request: Any, browser_name: str) -> bool:
     """Whether this test's WebKit is WebKitGTK over WebDriver (Playwright's own WebKit is not installed)."""
-    return browser_name == "webkit" and not playwright_has(request.getfixturevalue("playwright").webkit)
+    return webkit_over_webdriver(browser_name, request.getfixturevalue("playwright"))
 
 
 @contextmanager
