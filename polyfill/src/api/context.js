@@ -153,13 +153,15 @@ class ContextCore {
     return t;
   }
 
-  /** Check a descriptor against the limits for `kind` ("input" or "constant") and the spec's dimensions. */
+  /** Check a descriptor against opSupportLimits()[kind] ("input" or "constant": its data types, its rankRange)
+   *  and the draft's "check dimensions". */
   checkDescriptor(desc, where, kind) {
     const limits = this.runtime.limits;
     if (!limits[kind].dataTypes.includes(desc.dataType)) {
       throw new TypeError(`${where}: data type ${desc.dataType} is not supported`);
     }
-    checkDimensions(desc, where, limits.maxTensorByteLength, BYTES_PER_ELEMENT[desc.dataType]);
+    checkDimensions(desc, where, limits[kind].rankRange.max, limits.maxTensorByteLength,
+      BYTES_PER_ELEMENT[desc.dataType]);
   }
 
   /** "Validate tensors with descriptors" for dispatch().  https://www.w3.org/TR/webnn/#validate-tensors-with-descriptors */
