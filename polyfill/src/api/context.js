@@ -408,8 +408,15 @@ export class MLContext {
     stateOf(contextState, this, 'MLContext.destroy').destroy();
   }
 
-  /** A promise resolved with MLContextLostInfo when the context is lost.  https://www.w3.org/TR/webnn/#dom-mlcontext-lost */
-  get lost() { return stateOf(contextState, this, 'MLContext.lost').lostPromise; }
+  /** A promise resolved with MLContextLostInfo when the context is lost; a promise-typed attribute, so another
+   *  `this` gives a rejected promise, not a throw.  https://www.w3.org/TR/webnn/#dom-mlcontext-lost */
+  get lost() {
+    try {
+      return stateOf(contextState, this, 'MLContext.lost').lostPromise;
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
 
   /** The polyfill runs every graph on the CPU, in a worker: never accelerated.  Strict mode only (compat.js). */
   get accelerated() { stateOf(contextState, this, 'MLContext.accelerated'); return false; }

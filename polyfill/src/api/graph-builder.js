@@ -197,4 +197,4 @@ for (const spec of OPS) {
 defineInterface(MLGraphBuilder, 'MLGraphBuilder', {
   input: 2, constant: 1, build: 1,
   ...Object.fromEntries(OPS.map((op) => [op.name, op.params.filter((p) => p.required).length])),
-});
+}, 1);
