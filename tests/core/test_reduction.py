@@ -11,6 +11,7 @@ import pytest
 import torch
 from helpers import assert_type_error, wpt_dir, wpt_json
 
+from py_core.bridge.limits import op_support_limits
 from py_core.builder import GraphBuilder, graph_from_json
 from py_core.runtime.executor import prepare
 
@@ -215,6 +216,7 @@ def test_sum_like_reductions_are_exact_past_2_to_53_in_64_bits(op: str) -> None:
         assert got.dtype == x.dtype
         np.testing.assert_array_equal(got, int_oracle(op, x, [1], (3,)))
     assert run("reduceSum", np.array([2**53, 1], np.int64)) == 2**53 + 1
+    assert {"int64", "uint64"} <= set(op_support_limits()[op]["input"]["dataTypes"])
     assert run("reduceProduct", np.array([2**32 + 1, 2**32 - 1], np.uint64)) == np.uint64(2**64 - 1)
 
 
