@@ -182,7 +182,9 @@ def test_one_script_tag_from_another_origin_and_the_snapshot(browser: Any, cdn: 
         # the worker's compiled pyodide.asm.wasm, not compiled again (runtime.js handOverWhat)
         assert first["wasm"] == "handed"
         second = _visit(context, f"{site}one-tag.html")
-        assert second["snapshot"] == {"page": "handed", "worker": "loaded", "numpy": False}
+        # (the page takes the worker's restored snapshot, or in Firefox reads the stored one itself)
+        assert second["snapshot"]["worker"] == "loaded" and second["snapshot"]["page"] in ("handed", "loaded")
+        assert second["snapshot"]["numpy"] is False
     finally:
         context.close()
 
