@@ -317,10 +317,9 @@ def summary(result: dict[str, Any]) -> list[str]:
             if "pss" in row:
                 parts.append(f"pss-blank {row['pss']['all']:6.1f} (content {row['pss']['content']:6.1f})")
             stats = r["scenarios"][name].get("stats")
-            if stats and "memory" in stats:
-                m = stats["memory"]
-                parts.append(f"worker wasm {m['wasmBytes'] / MB:.1f}, engine {m['engineBytes'] / MB:.1f}, "
-                             f"page heap {m.get('pageHeapBytes', 0) / MB:.1f}")
+            if stats and "engineBytes" in stats:
+                parts.append(f"worker wasm {stats['wasmBytes'] / MB:.1f} (engine {stats['engineBytes'] / MB:.1f}), "
+                             f"page Pyodide {stats.get('pageHeapBytes', 0) / MB:.1f}")
             lines.append(f"  {name:22} " + "; ".join(parts))
         ratio = t["mobilenetRatio"]
         lines.append(f"  context alone {t['idleMB']:.1f} MB (target <= {IDLE_TARGET_MB:.0f}); MobileNetV2 polyfill / "
