@@ -283,13 +283,13 @@ def summarize(browser: str, scenarios: dict[str, Any]) -> dict[str, Any]:
             "mobilenetRatio": poly / wasm if poly and wasm else None, "mobilenetTargetRatio": MOBILENET_TARGET_RATIO}
 
 
-def measure(pw: Any, browsers: Sequence[str], base: str, rounds: int = 1,
-            log: Callable[[str], None] = print) -> dict[str, Any]:
+def measure(pw: Any, browsers: Sequence[str], base: str, rounds: int = 1, log: Callable[[str], None] = print,
+            scenarios: Sequence[str] = SCENARIOS) -> dict[str, Any]:
     """Every browser's scenarios (a browser that cannot run is an `error` entry, the others go on)."""
     out: dict[str, Any] = {}
-    for b in browsers:
+    for b in dict.fromkeys(browsers):
         try:
-            out[b] = measure_browser(pw, b, base, rounds, log)
+            out[b] = measure_browser(pw, b, base, rounds, log, scenarios)
         except Exception as e:  # noqa: BLE001 - one browser's failure is a reported state
             out[b] = {"error": f"{type(e).__name__}: {e}"[:2000]}
     return out
@@ -338,15 +338,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
-    scenarios = [s for s in args.scenarios.split(",") if s]
     with dev_server() as base, sync_playwright() as pw:
-        result: dict[str, Any] = {}
-        for b in (x for x in args.browsers.split(",") if x):
-            try:
-                result[b] = measure_browser(pw, b, base, args.rounds,
-                                            lambda m: print(f"bench: {m}", file=sys.stderr, flush=True), scenarios)
-            except Exception as e:  # noqa: BLE001 - one browser's failure is a reported state
-                result[b] = {"error": f"{type(e).__name__}: {e}"[:2000]}
+        result = measure(pw, [b for b in args.browsers.split(",") if b], base, args.rounds,
+                         lambda m: print(f"bench: {m}", file=sys.stderr, flush=True),
+                         [s for s in args.scenarios.split(",") if s])
     print("\n".join(summary(result)))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
