@@ -6,15 +6,17 @@ Scenarios (SCENARIOS), each in a fresh browser and a fresh page of the dev serve
 `blank` (a page with nothing on it), `polyfill-idle` (the polyfill's context, one 4-element graph computed),
 `polyfill-mobilenetv2` (MobileNetV2 through onnxruntime-web's WebNN EP on the polyfill, run once, session kept
 open) and `wasm-mobilenetv2` (the same model through onnxruntime-web's WASM EP, 1 thread, in the same page: the
-clients page, which carries the polyfill's script without starting it).
+clients page, which carries the polyfill's script without starting it).  Each is measured once the machine is
+quiet again (bench/perf/settle.py), so the polyfill's background stores for the next visit are done.
 
 Methods, per browser (`method` in the result says which gave each number):
 - `uasm`: Chromium's `performance.measureUserAgentSpecificMemory()` (cross-origin isolation; launched with
   ForceEagerMeasureMemory for an immediate answer, after a garbage collection), split by attribution into the
   page (Window) and its dedicated workers;
-- `pss`: every browser: the proportional set size (Linux's /proc/<pid>/smaps_rollup) of the browser's processes,
-  by kind (content: Chromium's renderers, Firefox's web content, WebKit's WebKitWebProcess; and all of them), the
-  blank page's subtracted.  Firefox and WebKit have no API of their own for a page's memory.
+- `pss`: every browser: the proportional set size (Linux's /proc/<pid>/smaps_rollup) of the browser's processes:
+  the page's (the largest content process: Chromium's renderer, Firefox's web content, WebKit's WebKitWebProcess,
+  where its dedicated workers run too), all content processes, all processes; the blank page's subtracted.  Firefox
+  and WebKit have no API of their own for a page's memory.
 The polyfill's scenarios also keep `webnnPolyfill.workerStats()` (the engine's breakdown: docs/performance.md).
 `make bench` runs it (bench/perf/run.py); the report shows the table and the ratios against the targets.
 """
@@ -32,6 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from bench.perf.settle import settle
 from bench.server import dev_server
 from web.browsers import launch_args, playwright_has, webkit_over_webdriver
 
@@ -44,6 +47,7 @@ MODEL = {"model": "/clients/models/mobilenetv2.onnx", "shape": [1, 3, 224, 224]}
 TIMEOUT_MS = 300_000
 # PSS samples after a scenario: the median of a few, a short wait apart (a browser frees memory lazily)
 PSS_SAMPLES, PSS_GAP_S, SETTLE_S = 3, 0.5, 2.0
+SETTLE_MAX_S = 30.0  # the longest wait for a quiet machine after a scenario (bench/perf/settle.py)
 
 PAGES = {"blank": "/perf/blank.html"}
 CLIENTS_PAGE = "/clients/"
@@ -166,8 +170,9 @@ def process_kind(browser: str, argv: Sequence[str]) -> str | None:
 
 
 def browser_pss(browser: str) -> dict[str, int]:
-    """PSS in bytes of the browser's processes below this one: {content, all, processes}."""
-    out = {"content": 0, "all": 0, "processes": 0}
+    """PSS in bytes of the browser's processes below this one: {page: the largest content process (the page's and
+    its workers'), content: all content processes (spare and internal ones too), all, processes}."""
+    out = {"page": 0, "content": 0, "all": 0, "processes": 0}
     for pid in descendants(os.getpid()):
         kind = process_kind(browser, _cmdline(pid))
         if kind is None:
@@ -177,6 +182,7 @@ def browser_pss(browser: str) -> dict[str, int]:
         out["processes"] += 1
         if kind == "content":
             out["content"] += n
+            out["page"] = max(out["page"], n)
     return out
 
 
@@ -224,6 +230,8 @@ def scenario(open_page: Callable[[], Any], browser: str, base: str, name: str) -
         t0 = time.perf_counter()
         answer = page.evaluate(SCENARIO_JS[name], MODEL) or {}
         out: dict[str, Any] = {"ms": round((time.perf_counter() - t0) * 1e3), **answer}
+        # the page at rest: the polyfill's background stores for the next visit (a snapshot, site-packages) done
+        out["settledMs"] = round(settle(SETTLE_MAX_S) * 1e3)
         if browser == "chromium":
             out["uasm"] = page.evaluate(UASM_JS)
         out["pss"] = sampled_pss(browser)
@@ -249,7 +257,7 @@ def measure_browser(pw: Any, browser: str, base: str, rounds: int = 1, log: Call
             runs[name].append(scenario(opener, browser, base, name))
     out: dict[str, Any] = {"rounds": rounds, "scenarios": {}}
     for name, got in runs.items():
-        key = (lambda g: g["uasm"]["bytes"]) if browser == "chromium" else (lambda g: g["pss"]["all"])
+        key = (lambda g: g["uasm"]["bytes"]) if browser == "chromium" else (lambda g: g["pss"]["page"])
         ordered = sorted(got, key=key)
         out["scenarios"][name] = ordered[len(ordered) // 2]
     out["table"] = summarize(browser, out["scenarios"])
@@ -268,11 +276,11 @@ def summarize(browser: str, scenarios: dict[str, Any]) -> dict[str, Any]:
                            "other": u["other"] / MB}
         p = got.get("pss", {})
         if p:
-            row["pss"] = {"all": (p["all"] - blank.get("all", 0)) / MB,
-                          "content": (p["content"] - blank.get("content", 0)) / MB}
+            row["pss"] = {k: (p[k] - blank.get(k, 0)) / MB for k in ("page", "content", "all") if k in p}
         rows[name] = row
     method = "uasm" if browser == "chromium" else "pss"
-    total = "total" if method == "uasm" else "all"
+    # PSS: the page's own process (the other processes move by tens of MB between launches: spare renderers, caches)
+    total = "total" if method == "uasm" else "page"
 
     def mb(name: str) -> float | None:
         v = rows.get(name, {}).get(method, {}).get(total)
@@ -296,7 +304,7 @@ def measure(pw: Any, browsers: Sequence[str], base: str, rounds: int = 1, log: C
 
 
 METHOD_TEXT = {"uasm": "measureUserAgentSpecificMemory (page + workers)",
-               "pss": "PSS of the browser's processes less the blank page's"}
+               "pss": "PSS of the page's content process less the blank page's"}
 
 
 def summary(result: dict[str, Any]) -> list[str]:
@@ -315,7 +323,9 @@ def summary(result: dict[str, Any]) -> list[str]:
                 u = row["uasm"]
                 parts.append(f"uasm {u['total']:6.1f} (page {u['page']:5.1f}, workers {u['worker']:5.1f})")
             if "pss" in row:
-                parts.append(f"pss-blank {row['pss']['all']:6.1f} (content {row['pss']['content']:6.1f})")
+                p = row["pss"]
+                parts.append(f"PSS-blank: page process {p.get('page', 0):6.1f}, content {p['content']:6.1f}, "
+                             f"all {p['all']:6.1f}")
             stats = r["scenarios"][name].get("stats")
             if stats and "engineBytes" in stats:
                 parts.append(f"worker wasm {stats['wasmBytes'] / MB:.1f} (engine {stats['engineBytes'] / MB:.1f}), "

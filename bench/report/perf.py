@@ -384,7 +384,8 @@ def _memory(measures: Sequence[Mapping[str, Any]]) -> str:
            f"polyfill's context alone &lt;= {memory.IDLE_TARGET_MB:.0f} MB, MobileNetV2 on the polyfill &lt;= "
            f"{memory.MOBILENET_TARGET_RATIO:.0f}x onnxruntime-web's WASM EP. uasm: Chromium's "
            "measureUserAgentSpecificMemory (page + workers; it leaves WebAssembly memories out); PSS: the browser "
-           "processes' proportional set size less the blank page's (every engine).</p>"]
+           "processes' proportional set size less the blank page's (every engine), all of them and the page's "
+           "process alone.</p>"]
     for m in _measures(measures, "memory"):
         for browser, r in m["data"].items():
             if "error" in r:
@@ -396,7 +397,7 @@ def _memory(measures: Sequence[Mapping[str, Any]]) -> str:
                        f"<p>context alone <b>{_fmt(idle)} MB</b>; MobileNetV2 polyfill / WASM EP <b>"
                        f"{_fmt(ratio)}x</b></p>")
             out.append("<table><tr><th>scenario</th><th>uasm MB</th><th>page</th><th>workers</th><th>PSS − blank"
-                       "</th><th>content</th><th>worker wasm</th><th>constants / packed / plan / tensors</th>"
+                       "</th><th>page process</th><th>worker wasm</th><th>constants / packed / plan / tensors</th>"
                        "<th>page Pyodide</th></tr>")
             for name, row in t["rows"].items():
                 u, p = row.get("uasm", {}), row.get("pss", {})
@@ -405,7 +406,7 @@ def _memory(measures: Sequence[Mapping[str, Any]]) -> str:
                 parts = " / ".join(mb.get(k, "") for k in ("constantBytes", "weightBytes", "planBytes", "tensorBytes"))
                 out.append(f"<tr><td>{escape(name)}</td><td>{_fmt(u.get('total'))}</td><td>{_fmt(u.get('page'))}"
                            f"</td><td>{_fmt(u.get('worker'))}</td><td>{_fmt(p.get('all'))}</td>"
-                           f"<td>{_fmt(p.get('content'))}</td><td>{mb.get('wasmBytes', '')}</td>"
+                           f"<td>{_fmt(p.get('page'))}</td><td>{mb.get('wasmBytes', '')}</td>"
                            f"<td>{parts if st else ''}</td><td>{mb.get('pageHeapBytes', '')}</td></tr>")
             out.append("</table>")
     if len(out) == 2:

@@ -145,7 +145,8 @@ def test_report_sections_from_measure_lines(tmp_path: Path) -> None:
 def _memory_result() -> dict[str, object]:
     """bench/perf/memory.py's answer for one browser, from scenarios as its pages report them."""
     mb = int(memory.MB)
-    pss = lambda n, c: {"all": 300 * mb + n * mb, "content": 100 * mb + c * mb, "processes": 6}  # noqa: E731
+    pss = lambda n, c: {"all": 300 * mb + n * mb, "content": 100 * mb + c * mb, "page": 50 * mb + c * mb,  # noqa: E731
+                        "processes": 6}
     uasm = lambda page, worker: {"bytes": (page + worker) * mb, "page": page * mb, "worker": worker * mb,  # noqa: E731
                                  "other": 0, "workers": int(worker > 0)}
     stats = {"wasmBytes": 62 * mb, "engineBytes": 26 * mb, "constantBytes": 0, "weightBytes": 14 * mb,
@@ -162,10 +163,10 @@ def test_memory_table_subtracts_the_blank_page_and_names_each_browser_process() 
     told apart by command line (Chromium's rewritten one included) and other programs left out."""
     table = _memory_result()["table"]
     assert table["method"] == "uasm" and table["idleMB"] == 40.0 and table["mobilenetRatio"] == 1.5
-    assert table["rows"]["polyfill-idle"]["pss"] == {"all": 330.0, "content": 250.0}
-    assert table["rows"]["blank"]["pss"] == {"all": 0.0, "content": 0.0}
+    assert table["rows"]["polyfill-idle"]["pss"] == {"page": 250.0, "content": 250.0, "all": 330.0}
+    assert table["rows"]["blank"]["pss"] == {"page": 0.0, "content": 0.0, "all": 0.0}
     firefox = memory.summarize("firefox", {k: {"pss": v["pss"]} for k, v in _memory_result()["scenarios"].items()})
-    assert firefox["method"] == "pss" and firefox["idleMB"] == 330.0 and firefox["mobilenetRatio"] == 2.0
+    assert firefox["method"] == "pss" and firefox["idleMB"] == 250.0 and firefox["mobilenetRatio"] == 440 / 260
     kind = memory.process_kind
     assert kind("chromium", "/usr/lib/chromium/chromium --type=renderer --lang=en".split(" ")) == "content"
     assert kind("chromium", ["/usr/lib/chromium/chromium", "--type=gpu-process"]) == "browser"

@@ -41,8 +41,8 @@ function handOver(port, {snapshot, snapshotBytes = null, wasmModule = null}) {
  * (runtime/runtime.js) does the same.
  */
 function dropLoadOptions(py) {
-  const config = py && py._api && py._api.config;
-  if (config && config._loadSnapshot) config._loadSnapshot = undefined;
+  const loadOptions = py && py._api && py._api.config;
+  if (loadOptions && loadOptions._loadSnapshot) loadOptions._loadSnapshot = undefined;
 }
 
 /** The environment the worker URL's switches give the core (its compiler, C kernels, compiled plan). */

@@ -125,7 +125,8 @@ export class Runtime {
     this.pageHeap = py._module;  // for pageHeapBytes()
     // Pyodide keeps its load options for its life, the restored snapshot's 21 MB among them (the `_loadSnapshot`
     // promise): no use once restored (the worker's engine/start.js drops its own alike)
-    if (py._api && py._api.config && py._api.config._loadSnapshot) py._api.config._loadSnapshot = undefined;
+    const loadOptions = py._api && py._api.config;
+    if (loadOptions && loadOptions._loadSnapshot) loadOptions._loadSnapshot = undefined;
     const mod = py.pyimport('py_core.bridge.builder_host');
     this.host = mod.HOST;
     this.callJson = this.host.call_json;
