@@ -9,7 +9,7 @@ python -m bench perf [--browsers chromium,firefox,webkit] [--cases mobilenetv2,m
                      [--memory-runs 1000] [--skip-startup] [--skip-node] [--skip-transfer] [--out reports]
 python -m bench report RUN_DIR
 python -m bench list [--out reports]
-python -m bench startup|soak|dispatch|transfer|models [--help | OPTIONS]
+python -m bench startup|soak|dispatch|transfer|models|memory [--help | OPTIONS]
 
 `perf` is `make bench` (bench/perf/run.py): the polyfill against onnxruntime-web in the same page, startup,
 LiteRT, the executor under Node; its run directory sits beside the comparison runs and is listed with them.
@@ -44,6 +44,7 @@ MODES = {
     "dispatch": ("bench.perf.dispatch", "the small-op cases alone, or against other worker switches"),
     "transfer": ("bench.perf.transfer", "what a first visit downloads from make dist's package"),
     "models": ("bench.perf.models", "write the perf bench's graphs (build/bench-models)"),
+    "memory": ("bench.perf.memory", "the memory a page pays: blank, the context, MobileNetV2 against ORT's WASM EP"),
 }
 
 

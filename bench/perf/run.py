@@ -1,6 +1,7 @@
 """The performance bench (`make bench`, `python -m bench perf`): the polyfill next to onnxruntime-web
 (WASM, 1 and 2 threads) in one page per browser, the gallery's TFLite models against native LiteRT, startup,
-the first visit's transfer, the executor under Node and its memory.  A mode of the comparison bench: the same
+the first visit's transfer, the memory a page pays (bench/perf/memory.py), the executor under Node and its
+memory.  A mode of the comparison bench: the same
 dev server (bench.targets.playwright.dev_server), browser sessions and probe (webnnBench.probe in the /perf/ page), and
 the same run directory (bench.results) under reports/, listed at /reports/, with bench/report/perf.py's
 report.
@@ -16,7 +17,7 @@ In the run directory (results model: bench/results.py, run.json "kind": "perf", 
   "2-threads"); timings.median_ms / min_ms / runs / times_ms; metrics: the polyfill's ratios to each peer and its
   agreement with onnxruntime-web, the graph's build times;
 - "measure" lines for what is not a case: startup (cold/warm per browser), worker (engine state), litert, node
-  (executor overhead and memory), transfer.
+  (executor overhead and memory), transfer, memory (bench/perf/memory.py).
 
 Adding a case: bench/perf/models.py writes its graph (and, for a peer, an ONNX file) into the index; a row in
 CASES below says how to time it (group, repetitions, extra options for perf.run).  A case in the index without a
@@ -42,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import results as res
-from bench.perf import dispatch, transfer
+from bench.perf import dispatch, memory, transfer
 from bench.perf import models as bench_models
 from bench.perf.schema import PERF_SCHEMA, POLYFILL, impl_of, page_name
 from bench.perf.settle import settle
@@ -205,6 +206,7 @@ class PerfOptions:
     skip_node: bool = False
     skip_transfer: bool = False
     skip_litert: bool = False
+    skip_memory: bool = False
     regen: bool = False
     headed: bool = False
 
@@ -496,6 +498,10 @@ def run(opts: PerfOptions, out: Path, command: str) -> Path:
                 writer.measure("transfer", "", transfer.measure(pw, browsers, repo_root / "dist"))
             except (Exception, SystemExit) as e:  # noqa: BLE001 - no dist/ is a reported state
                 writer.measure("transfer", "", {"error": _error_text(e)})
+        if not opts.skip_memory:
+            log("the memory a page pays, a browser per scenario (bench/perf/memory.py)")
+            writer.measure("memory", "", memory.measure(pw, [t.browser for t in targets if not t.remote], base,
+                                                        log=log))
     if not opts.skip_litert and any(c.group == "tflite" for c in chosen):
         try:
             writer.measure("litert", "cpython", litert(index, page_runs, opts.reps * 3))
@@ -529,6 +535,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--skip-node", action="store_true")
     p.add_argument("--skip-transfer", action="store_true", help="skip the first visit's transfer from dist/")
     p.add_argument("--skip-litert", action="store_true", help="skip native LiteRT on the TFLite models")
+    p.add_argument("--skip-memory", action="store_true", help="skip the memory a page pays (bench/perf/memory.py)")
     p.add_argument("--regen", action="store_true", help="regenerate the benchmark graphs")
     p.add_argument("--headed", action="store_true", help="show the browsers")
     p.add_argument("--out", help="directory of run directories (default $PYODIDE_WEBNN_REPORTS or ./reports)")
@@ -541,7 +548,7 @@ def cmd_perf(args: argparse.Namespace) -> int:
         browsers=[b for b in args.browsers.split(",") if b], cases=[c for c in args.cases.split(",") if c],
         reps=args.reps, seconds=args.seconds, baseline=args.baseline, memory_runs=args.memory_runs,
         skip_startup=args.skip_startup, skip_node=args.skip_node, skip_transfer=args.skip_transfer,
-        skip_litert=args.skip_litert, regen=args.regen, headed=args.headed)
+        skip_litert=args.skip_litert, skip_memory=args.skip_memory, regen=args.regen, headed=args.headed)
     out = Path(args.out or Settings.from_env().reports_dir)
     command = "python -m bench " + shlex.join(getattr(args, "argv", ["perf"]))
     t0 = time.perf_counter()

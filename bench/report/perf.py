@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import results as res
-from bench.perf import dispatch, transfer
+from bench.perf import dispatch, memory, transfer
 from bench.perf.schema import GROUPS, PERF_SCHEMA, POLYFILL, page_name
 from bench.report import svg
 from bench.report.html import CSS, escape
@@ -175,6 +175,8 @@ def summary_lines(meta: Mapping[str, Any], probes: Sequence[Mapping[str, Any]], 
             lines.append(f"\n== first visit's transfer: ERROR {t['error']}")
             continue
         lines += _transfer_lines(t)
+    for m in _measures(measures, "memory"):
+        lines += memory.summary(dict(m["data"]))
     return lines
 
 
@@ -376,6 +378,42 @@ def _node_and_transfer(measures: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def _memory(measures: Sequence[Mapping[str, Any]]) -> str:
+    out = ['<h2 id="memory">Memory a page pays</h2>',
+           f'<p class="small">Each scenario in a browser launched for it (python -m bench memory). Targets: the '
+           f"polyfill's context alone &lt;= {memory.IDLE_TARGET_MB:.0f} MB, MobileNetV2 on the polyfill &lt;= "
+           f"{memory.MOBILENET_TARGET_RATIO:.0f}x onnxruntime-web's WASM EP. uasm: Chromium's "
+           "measureUserAgentSpecificMemory (page + workers; it leaves WebAssembly memories out); PSS: the browser "
+           "processes' proportional set size less the blank page's (every engine), all of them and the page's "
+           "process alone.</p>"]
+    for m in _measures(measures, "memory"):
+        for browser, r in m["data"].items():
+            if "error" in r:
+                out.append(f"<p>{escape(browser)}: <code>{escape(str(r['error'])[:800])}</code></p>")
+                continue
+            t = r["table"]
+            ratio, idle = t.get("mobilenetRatio"), t.get("idleMB")
+            out.append(f"<h3>{escape(browser)} ({escape(memory.METHOD_TEXT[t['method']])})</h3>"
+                       f"<p>context alone <b>{_fmt(idle)} MB</b>; MobileNetV2 polyfill / WASM EP <b>"
+                       f"{_fmt(ratio)}x</b></p>")
+            out.append("<table><tr><th>scenario</th><th>uasm MB</th><th>page</th><th>workers</th><th>PSS − blank"
+                       "</th><th>page process</th><th>worker wasm</th><th>constants / packed / plan / tensors</th>"
+                       "<th>page Pyodide</th></tr>")
+            for name, row in t["rows"].items():
+                u, p = row.get("uasm", {}), row.get("pss", {})
+                st = r["scenarios"][name].get("stats") or {}
+                mb = {k: _fmt(v / memory.MB) for k, v in st.items() if isinstance(v, (int, float))}
+                parts = " / ".join(mb.get(k, "") for k in ("constantBytes", "weightBytes", "planBytes", "tensorBytes"))
+                out.append(f"<tr><td>{escape(name)}</td><td>{_fmt(u.get('total'))}</td><td>{_fmt(u.get('page'))}"
+                           f"</td><td>{_fmt(u.get('worker'))}</td><td>{_fmt(p.get('all'))}</td>"
+                           f"<td>{_fmt(p.get('page'))}</td><td>{mb.get('wasmBytes', '')}</td>"
+                           f"<td>{parts if st else ''}</td><td>{mb.get('pageHeapBytes', '')}</td></tr>")
+            out.append("</table>")
+    if len(out) == 2:
+        out.append("<p>Not measured in this run (--skip-memory).</p>")
+    return "\n".join(out)
+
+
 def _environment(meta: Mapping[str, Any], probes: Sequence[Mapping[str, Any]],
                  results: Sequence[Result], measures: Sequence[Mapping[str, Any]]) -> str:
     out = ['<h2 id="environment">Browsers, implementations, problems</h2>']
@@ -415,7 +453,8 @@ def render(meta: Mapping[str, Any], probes: Sequence[Mapping[str, Any]], results
     targets = _targets(probes, results)
     nav = " · ".join(f'<a href="#{a}">{t}</a>' for a, t in (
         ("ratios", "ratios"), ("kernels", "kernels and models"), ("startup", "startup"), ("tflite", "TFLite"),
-        ("node", "Node, memory, transfer"), ("environment", "environment"), ("summary", "text summary")))
+        ("node", "Node, memory, transfer"), ("memory", "page memory"), ("environment", "environment"),
+        ("summary", "text summary")))
     text = "\n".join(summary_lines(meta, probes, results, measures))
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
 <title>pyodide-webnn perf bench {escape(meta.get("id", ""))}</title><style>{CSS}</style></head><body>
@@ -428,6 +467,7 @@ def render(meta: Mapping[str, Any], probes: Sequence[Mapping[str, Any]], results
 {_startup(measures)}
 {_litert(results, targets, measures)}
 {_node_and_transfer(measures)}
+{_memory(measures)}
 {_environment(meta, probes, results, measures)}
 <h2 id="summary">Text summary</h2><details><summary>as printed by make bench</summary><pre>{escape(text)}</pre>
 </details>

@@ -74,8 +74,10 @@ function install() {
     /** WebGPU interop counters: exports, returns (GPUBuffer.destroy()), their bytes, the copies they made. */
     webgpuStats,
     get bootTimings() { return {...runtime.timings}; },
-    /** The workers' counters: live graphs and tensors, tensor bytes, memory (summed over the workers running),
-     *  native (C kernels loaded: 1/0), blas, and `workers` (how many run: runtime/pool.js). */
+    /** The workers' counters: live graphs and tensors, memory (summed over the workers running: wasmBytes,
+     *  malloc's, and what the engine holds: constantBytes, weightBytes, planBytes, tensorBytes, engineBytes),
+     *  pageHeapBytes (the page's Pyodide), native (C kernels loaded: 1/0), blas, and `workers` (how many run:
+     *  runtime/pool.js). */
     workerStats: () => poolStats(runtime),
     /** A model file turned into a graph file ({json, weights, ms}) by the execution worker's Pyodide (the
      *  gallery's TFLite loader, py_core/bridge/model_loader.py); `bytes` (an ArrayBuffer) is transferred.

@@ -83,7 +83,8 @@ def build_planned(host: WorkerHost, ctx: int, gid: int) -> dict[str, Any]:
     graph_json, constants, constant_tensors = entry.graph_json, entry.constants, entry.constant_tensors
     if plan is not None and graph is not None:
         try:
-            info = host.build(ctx, gid, plan.graph_json, constants, {})
+            # host.build takes the dict it is given: a copy, so the whole graph can still be built from them
+            info = host.build(ctx, gid, plan.graph_json, dict(constants), {})
         except WebNNError:
             pass  # a part graph the builder rejects: build it whole
         else:

@@ -24,7 +24,7 @@ from py_core.compiler.stats import BLAS_MIN_FLOPS, product_flops
 from py_core.errors import InvalidStateError, OperationError, WebNNError, WebNNTypeError, internal_error
 from py_core.kernels import native
 from py_core.kernels.matrix import blas_enabled
-from py_core.runtime.executor import Executable, check_inputs, prepare
+from py_core.runtime.executor import Executable, check_inputs, held_bytes, prepare
 from py_core.types import OperandDescriptor
 
 Filler = Callable[[np.ndarray], None]
@@ -111,16 +111,18 @@ class WorkerHost:
 
     def build(self, context: int, graph_id: int, graph_json: str, constants: dict[int, Any],
               constant_tensors: dict[int, int]) -> dict[str, Any]:
-        """Re-validate a serialized graph, attach constant data, prepare it for dispatch."""
+        """Re-validate a serialized graph, attach constant data, prepare it for dispatch.  Takes `constants` (the
+        dict is emptied): from here on the graph alone holds them, and the compiler frees each weight it replaces."""
         data = loads(graph_json)
-        arrays: dict[int, Any] = {int(k): v for k, v in constants.items()}
+        arrays: dict[int, Any] = {int(k): constants.pop(k) for k in list(constants)}
         for oid, tid in constant_tensors.items():
             slot = self._tensor(int(tid), context)
             if not slot.constant:
                 raise WebNNTypeError("constant(tensor): the tensor was not created by createConstantTensor()")
             arrays[int(oid)] = slot.array
         graph = graph_from_json(data, arrays)
-        exe = prepare(graph)  # compiled (py_core.compiler) unless PYODIDE_WEBNN_COMPILER=0
+        arrays.clear()
+        exe = prepare(graph, take=True)  # compiled (py_core.compiler) unless PYODIDE_WEBNN_COMPILER=0
         self.graphs[graph_id] = (context, exe)
         flops = product_flops(graph)
         return {"operations": len(graph.operations), "steps": len(exe.steps), "flops": flops,
@@ -357,11 +359,24 @@ class WorkerHost:
         self.c_runs = {k: v for k, v in self.c_runs.items() if k in self.graphs}
         self.bound.clear()
 
+    def memory(self) -> dict[str, int]:
+        """What the engine holds, in bytes, each buffer counted once: constants kept as given, pre-packed weights,
+        compiled plans (intermediates, scratch, whole-graph C calls' buffers), tensors; `engineBytes` their sum."""
+        seen: set[int] = set()
+        out = {"constantBytes": 0, "weightBytes": 0, "planBytes": 0}
+        for _, exe in self.graphs.values():
+            for key, n in exe.memory(seen).items():
+                out[{"constants": "constantBytes", "weights": "weightBytes", "plan": "planBytes"}[key]] += n
+        for run in self.c_runs.values():
+            out["planBytes"] += sum(held_bytes(a, seen) for a in (run.keep if run is not None else ()))
+        out["tensorBytes"] = sum(held_bytes(s.array, seen) for s in self.tensors.values())
+        out["engineBytes"] = sum(out.values())
+        return out
+
     def stats(self) -> dict[str, int]:
-        """Counts for tests and the bench: live graphs and tensors, tensor bytes, C kernels loaded (0/1) and
-        whether they are the relaxed-SIMD build (0/1)."""
-        return {"graphs": len(self.graphs), "tensors": len(self.tensors),
-                "tensorBytes": int(sum(s.array.nbytes for s in self.tensors.values())),
+        """Counts for tests and the bench: live graphs and tensors, the engine's bytes (memory()), C kernels loaded
+        (0/1) and whether they are the relaxed-SIMD build (0/1)."""
+        return {"graphs": len(self.graphs), "tensors": len(self.tensors), **self.memory(),
                 "direct": int(self.direct), "adopted": self.adopted,
                 "native": int(native.available()),
                 "nativeRelaxed": int(native.available() and native.LOADED_FILE == native.RELAXED_FILE)}

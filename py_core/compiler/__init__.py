@@ -60,10 +60,13 @@ class CompileOptions:
 
 
 def compile_graph(graph: Graph, constants: dict[int, np.ndarray],
-                  options: CompileOptions | None = None) -> tuple[Program, MemoryPlan]:
-    """Rewrite a validated graph for the executor; `constants` are its constant arrays by operand id."""
+                  options: CompileOptions | None = None, *, take: bool = False) -> tuple[Program, MemoryPlan]:
+    """Rewrite a validated graph for the executor; `constants` are its constant arrays by operand id.  With
+    `take` the program takes them (the dict is emptied): each is freed as soon as a pass no longer needs it."""
     opts = CompileOptions.default() if options is None else options
     prog = Program.from_graph(graph, constants)
+    if take:
+        constants.clear()
     if opts.fold:
         fold_constants(prog)
     if opts.simplify:

@@ -20,6 +20,7 @@ def fold_constants(prog: Program) -> None:
     """Evaluate every node whose operands are all constants (in order, so chains fold completely)."""
     kept = []
     folded = 0
+    readers = prog.readers()
     for node in prog.nodes:
         ids = node.input_ids()
         if not ids or not all(prog.is_constant(i) for i in ids) or node.kernel is not None:
@@ -47,6 +48,7 @@ def fold_constants(prog: Program) -> None:
             # a view of another constant is fine (constants are never written); keep rank 0 as rank 0
             arr = np.asarray(arr)
             prog.constants[oid] = arr if arr.flags.c_contiguous else arr.copy()
+        prog.release(readers, ids)
         folded += 1
     prog.nodes = kept
     if folded:

@@ -79,6 +79,21 @@ class Program:
                 users.setdefault(i, []).append(node)
         return users
 
+    def readers(self) -> dict[int, int]:
+        """Operand id -> how many node operands and graph outputs read it (for `release`)."""
+        count: dict[int, int] = {}
+        for i in [*(i for n in self.nodes for i in n.input_ids()), *self.outputs.values()]:
+            count[i] = count.get(i, 0) + 1
+        return count
+
+    def release(self, readers: dict[int, int], ids: list[int]) -> None:
+        """`ids` each lost one reader (a node folded or packed no longer reads them): a constant left with none is
+        dropped now, not at the end of the pass, so the build never holds a weight and its replacement at once."""
+        for i in ids:
+            readers[i] = readers.get(i, 0) - 1
+            if readers[i] <= 0:
+                self.constants.pop(i, None)
+
     def output_ids(self) -> set[int]:
         return set(self.outputs.values())
 

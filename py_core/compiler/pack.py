@@ -30,6 +30,7 @@ def _site(prog: Program, node: Node) -> PackSite:
 def pack_weights(prog: Program) -> None:
     """Bind packed kernels to float32 nodes whose operator can pack its constant weights."""
     packed = 0
+    readers = prog.readers()
     for node in prog.nodes:
         pack = traits(node.op).pack
         if pack is None or node.kernel is not None or prog.dtype(node.outputs[0]) != np.float32:
@@ -38,7 +39,11 @@ def pack_weights(prog: Program) -> None:
         if bound is None:
             continue
         node.kernel, node.variant, node.options = bound.kernel, bound.variant, {}
+        lost = node.input_ids()
         node.operands = {name: node.operands[name] for name in bound.operands}
+        for i in node.input_ids():
+            lost.remove(i)
+        prog.release(readers, lost)  # the weights the packed kernel holds in its own layout
         node.epilogue = []  # inside the packed kernel now
         node.fresh = True
         packed += 1

@@ -131,6 +131,22 @@ class Executable:
                     total += int(a.nbytes)
         return total
 
+    def memory(self, seen: set[int] | None = None) -> dict[str, int]:
+        """Bytes this executable holds, each buffer counted once (also across executables sharing `seen`):
+        `constants` (weights kept as given), `weights` (pre-packed copies inside the kernels), `plan` (the compiled
+        plan's intermediates, scratch and tables)."""
+        seen = set() if seen is None else seen
+        out = {"constants": 0, "weights": 0, "plan": 0}
+        for a in self.constants.values():
+            out["constants"] += held_bytes(a, seen)
+        for step in self.steps:
+            for a in _arrays_of(step.call):
+                out["weights"] += held_bytes(a, seen)
+        if self.plan is not None:
+            for a in self.plan.keep:
+                out["plan"] += held_bytes(a, seen)
+        return out
+
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Compute every output from named input arrays (shapes and types already checked)."""
         vals = self._template.copy()
@@ -193,6 +209,37 @@ class Executable:
         return {name: (vals[s].copy() if s in self._copy_out else vals[s]) for name, s in self._outputs}
 
 
+def held_bytes(a: Any, seen: set[int]) -> int:
+    """The bytes of the buffer that owns array `a` (a view counts its base: an array over a bytes object counts
+    that object), 0 when `seen` already has that buffer."""
+    owner = a
+    while isinstance(owner, np.ndarray) and owner.base is not None:
+        owner = owner.base
+    if id(owner) in seen:
+        return 0
+    seen.add(id(owner))
+    return int(owner.nbytes) if isinstance(owner, (np.ndarray, memoryview)) else len(owner)
+
+
+def _arrays_of(call: Any, depth: int = 2) -> list[np.ndarray]:
+    """The arrays a step's kernel holds: bound options, attributes of the kernel object and of the objects it
+    holds (a packed right-hand side's panels), `depth` levels down."""
+    found: list[np.ndarray] = []
+    values: list[Any] = []
+    if isinstance(call, functools.partial):
+        values += list(call.keywords.values())
+        call = call.func
+    values += list(getattr(call, "__dict__", {}).values())
+    for v in values:
+        if isinstance(v, np.ndarray):
+            found.append(v)
+        elif isinstance(v, (list, tuple)):
+            found += [x for x in v if isinstance(x, np.ndarray)]
+        elif depth > 1 and hasattr(v, "__dict__") and not callable(v):
+            found += _arrays_of(v, depth - 1)
+    return found
+
+
 def constant_array(desc: OperandDescriptor, data: Any) -> np.ndarray:
     """A constant's data as an array of its descriptor's type and shape (bytes or array-like)."""
     dtype = np.dtype(desc.data_type.numpy_name)
@@ -207,14 +254,18 @@ def constant_array(desc: OperandDescriptor, data: Any) -> np.ndarray:
     return arr.astype(dtype, copy=False).reshape(desc.shape)
 
 
-def prepare(graph: Graph, options: CompileOptions | None = None) -> Executable:
-    """Turn a validated graph into an executable: compiled (py_core.compiler) unless options disable it."""
+def prepare(graph: Graph, options: CompileOptions | None = None, *, take: bool = False) -> Executable:
+    """Turn a validated graph into an executable: compiled (py_core.compiler) unless options disable it.  With
+    `take` the executable takes the graph's constant data (graph.constants is emptied), so a weight the compiler
+    replaces (packed, folded) is freed during the build, not after it."""
     constants = {i: constant_array(graph.operands[i].desc, graph.constants[i]) for i in graph.constants}
     missing = [i for i, o in graph.operands.items() if o.kind == "constant" and i not in constants]
     if missing:
         raise WebNNTypeError(f"build: constant operands {missing} have no data")
+    if take:
+        graph.constants.clear()
     opts = CompileOptions.default() if options is None else options
-    prog, plan = compile_graph(graph, constants, opts)
+    prog, plan = compile_graph(graph, constants, opts, take=take)
     return Executable(graph, prog, plan, opts)
 
 

@@ -5,6 +5,7 @@ startup, LiteRT, Node and transfer sections are checked on measure lines written
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from bench import cli, results
+from bench.perf import memory
 from bench.perf import run as perf
 from bench.report import perf as perf_report
 from bench.targets import Target
@@ -31,7 +33,7 @@ def _client(reports: Path) -> TestClient:
 def test_make_bench_writes_a_listed_run_with_plots(tmp_path: Path) -> None:
     # the narrowed command other work measures with, on one small kernel
     cmd = [sys.executable, "-m", "bench", "perf", "--browsers", "chromium", "--cases", "relu,no_such_graph",
-           "--reps", "2", "--skip-startup", "--skip-node", "--skip-transfer", "--memory-runs", "0",
+           "--reps", "2", "--skip-startup", "--skip-node", "--skip-transfer", "--skip-memory", "--memory-runs", "0",
            "--out", str(tmp_path)]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -118,6 +120,7 @@ def test_report_sections_from_measure_lines(tmp_path: Path) -> None:
         "runs": 3, "currentStartMB": 10.0, "currentEndMB": 10.1, "heapStartMB": 60, "heapEndMB": 60,
         "peakMB": 21.1, "weightsMB": 14.0, "liveMB": 5.9, "budgetMB": 47.9, "medianMs": 300}})
     w.measure("transfer", "", {"error": "SystemExit: transfer: no package in dist: run make dist"})
+    w.measure("memory", "", {"chromium": _memory_result(), "firefox": {"error": "firefox: not installed here"}})
     perf_report.write_report(run_dir, {"finished": "now"})
     html = (run_dir / "report.html").read_text()
     for needle in ("startup breakdown, ms", "chromium cold (chain1)", "chromium warm (chain1)",
@@ -125,7 +128,8 @@ def test_report_sections_from_measure_lines(tmp_path: Path) -> None:
                    "chromium warm (chain1): to context 1700 ms", "17.20", "29 × 304",
                    "selfie_segmentation · litert", "50.0",
                    "6.2 µs/op", "47.9", "no package in dist", "TimeoutError: too slow",
-                   "encoder @ chromium / webnn", "<th>× ort-webnn</th>", "<td>2.50</td>"):
+                   "encoder @ chromium / webnn", "<th>× ort-webnn</th>", "<td>2.50</td>",
+                   "Memory a page pays", "polyfill-mobilenetv2", "firefox: not installed here", "<b>1.5x</b>"):
         assert needle in html, needle
     assert perf_report.startup_segments(STARTUP["cold"]) == [2000, 1000, 900, 200, 500, 35]
     assert html.count("<svg") >= 3 and "<script" not in html  # ratios, times, startup, LiteRT
@@ -135,6 +139,44 @@ def test_report_sections_from_measure_lines(tmp_path: Path) -> None:
     assert "startup chain1               cold: built     4600 ms" in text and "x  5.0" in text
     assert " x ort-webnn 2.50" in text and "executor overhead 6.2 us/op" in text
     assert "mobilenetv2                  ERROR TimeoutError" in text
+    assert "context alone 40.0 MB (target <= 80); MobileNetV2 polyfill / WASM EP 1.50x (target <= 2.0)" in text
+
+
+def _memory_result() -> dict[str, object]:
+    """bench/perf/memory.py's answer for one browser, from scenarios as its pages report them."""
+    mb = int(memory.MB)
+    pss = lambda n, c: {"all": 300 * mb + n * mb, "content": 100 * mb + c * mb, "page": 50 * mb + c * mb,  # noqa: E731
+                        "processes": 6}
+    uasm = lambda page, worker: {"bytes": (page + worker) * mb, "page": page * mb, "worker": worker * mb,  # noqa: E731
+                                 "other": 0, "workers": int(worker > 0)}
+    stats = {"wasmBytes": 62 * mb, "engineBytes": 26 * mb, "constantBytes": 0, "weightBytes": 14 * mb,
+             "planBytes": 11 * mb, "tensorBytes": 1 * mb, "pageHeapBytes": 21 * mb}
+    scenarios = {"blank": {"uasm": uasm(0, 0), "pss": pss(0, 0)},
+                 "polyfill-idle": {"uasm": uasm(14, 26), "pss": pss(330, 250), "stats": stats},
+                 "polyfill-mobilenetv2": {"uasm": uasm(84, 24), "pss": pss(500, 440), "stats": stats},
+                 "wasm-mobilenetv2": {"uasm": uasm(72, 0), "pss": pss(250, 260)}}
+    return {"rounds": 1, "scenarios": scenarios, "table": memory.summarize("chromium", scenarios)}
+
+
+def test_memory_table_subtracts_the_blank_page_and_names_each_browser_process() -> None:
+    """The memory bench's table: Chromium's own measure as given, PSS less the blank page's, the ratio; processes
+    told apart by command line (Chromium's rewritten one included) and other programs left out."""
+    table = _memory_result()["table"]
+    assert table["method"] == "uasm" and table["idleMB"] == 40.0 and table["mobilenetRatio"] == 1.5
+    assert table["rows"]["polyfill-idle"]["pss"] == {"page": 250.0, "content": 250.0, "all": 330.0}
+    assert table["rows"]["blank"]["pss"] == {"page": 0.0, "content": 0.0, "all": 0.0}
+    firefox = memory.summarize("firefox", {k: {"pss": v["pss"]} for k, v in _memory_result()["scenarios"].items()})
+    assert firefox["method"] == "pss" and firefox["idleMB"] == 250.0 and firefox["mobilenetRatio"] == 440 / 260
+    kind = memory.process_kind
+    assert kind("chromium", "/usr/lib/chromium/chromium --type=renderer --lang=en".split(" ")) == "content"
+    assert kind("chromium", ["/usr/lib/chromium/chromium", "--type=gpu-process"]) == "browser"
+    assert kind("firefox", ["/usr/lib/firefox-esr/firefox-esr", "-contentproc", "-isForBrowser", "7", "tab"]) \
+        == "content"
+    assert kind("firefox", ["/usr/lib/firefox-esr/firefox-esr", "-contentproc", "8", "socket"]) == "browser"
+    assert kind("webkit", ["/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/WebKitWebProcess", "7"]) == "content"
+    assert kind("webkit", ["/usr/bin/WebKitWebDriver", "--port=1"]) is None
+    assert kind("chromium", ["/usr/bin/node", "cli.js"]) is None
+    assert memory.pss_bytes(os.getpid()) > 0 and os.getpid() not in memory.descendants(os.getpid())
 
 
 def test_case_registry_and_implementation_names() -> None:
@@ -161,5 +203,5 @@ def test_perf_mode_keeps_the_make_bench_options(capsys: pytest.CaptureFixture[st
         cli.main(["perf", "--help"])
     usage = capsys.readouterr().out
     for knob in ("--browsers", "--cases", "--reps", "--seconds", "--baseline", "--memory-runs", "--skip-startup",
-                 "--skip-node", "--skip-transfer", "--regen", "--out"):
+                 "--skip-node", "--skip-transfer", "--skip-memory", "--regen", "--out"):
         assert knob in usage, knob

@@ -136,3 +136,32 @@ def test_worker_stats_report_memory_that_a_destroyed_tensor_gives_back(quiet_pag
     assert during["mallocInUse"] - before["mallocInUse"] >= 16 * mib, out
     assert during["tensors"] == before["tensors"] + 1 == after["tensors"] + 1
     assert abs(after["mallocInUse"] - before["mallocInUse"]) < mib, out
+
+
+def test_worker_stats_break_the_engine_bytes_down_and_give_a_graph_s_weights_back(quiet_page: Any) -> None:
+    """workerStats()'s breakdown: a graph with a 4 MiB constant filter holds it (packed or as given) while it lives,
+    a destroyed graph gives every byte back; the wasm memory holds what the engine holds; the page's Pyodide runs."""
+    out = quiet_page.evaluate(r"""async () => {
+      const ctx = window.__ctx, P = webnnPolyfill;
+      const before = await P.workerStats();
+      const b = new MLGraphBuilder(ctx);
+      const x = b.input('x', {dataType: 'float32', shape: [1, 64, 8, 8]});
+      // 256 x 64 x 8 x 8 float32: 4 MiB of weights
+      const w = b.constant({dataType: 'float32', shape: [256, 64, 8, 8]}, new Float32Array(256 * 64 * 64).fill(0.5));
+      const graph = await b.build({y: b.conv2d(x, w)});
+      const during = await P.workerStats();
+      graph.destroy();
+      const after = await P.workerStats();
+      return {before, during, after};
+    }""")
+    before, during, after = out["before"], out["during"], out["after"]
+    mib = 1 << 20
+    keys = ("constantBytes", "weightBytes", "planBytes", "tensorBytes")
+    for stats in (before, during, after):
+        assert stats["engineBytes"] == sum(stats[k] for k in keys), stats
+        assert stats["wasmBytes"] > stats["engineBytes"], stats
+        assert stats["pageHeapBytes"] > 0, stats
+    held = lambda s: s["constantBytes"] + s["weightBytes"]  # noqa: E731
+    assert held(during) - held(before) >= 4 * mib, out
+    assert during["graphs"] == before["graphs"] + 1 == after["graphs"] + 1
+    assert after["engineBytes"] == before["engineBytes"], out

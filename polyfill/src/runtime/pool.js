@@ -179,7 +179,8 @@ export async function linkSplit(runtime, worker, raw, gid) {
 }
 
 // counters that add up over workers; the rest (native, blas) are the first worker's
-const SUMMED = ['graphs', 'tensors', 'tensorBytes', 'wasmBytes', 'pyObjects', 'mallocArena', 'mallocInUse',
+const SUMMED = ['graphs', 'tensors', 'tensorBytes', 'constantBytes', 'weightBytes', 'planBytes', 'engineBytes',
+  'wasmBytes', 'pyObjects', 'mallocArena', 'mallocInUse',
   'mallocFree', 'splitGraphs', 'splitPeerGraphs', 'splitServed', 'splitPartsOnPeer', 'splitPartsHere', 'adopted',
   'cRuns'];
 
@@ -189,7 +190,9 @@ export async function poolStats(runtime) {
   const clients = poolOf(runtime).workers();
   const all = await Promise.all(clients.map((w) => w.request('stats', {})));
   // page-side: staging buffers reused (rpc.js)
-  const out = {...all[0], workers: all.length, stagingReused: clients.reduce((sum, w) => sum + w.stagingReused, 0)};
+  const out = {...all[0], workers: all.length, stagingReused: clients.reduce((sum, w) => sum + w.stagingReused, 0),
+    // the page's own Pyodide (the builder's validation): its WebAssembly memory, 0 before it started
+    pageHeapBytes: runtime.pageHeapBytes()};
   for (const key of SUMMED) {
     if (all.every((s) => typeof s[key] === 'number')) out[key] = all.reduce((sum, s) => sum + s[key], 0);
   }

@@ -33,6 +33,7 @@ export class Runtime {
     this.done = new Set();
     this.lostListeners = new Set();
     this.host = null;
+    this.pageHeap = null;  // the page's Pyodide module, once it runs (pageHeapBytes)
     this.worker = null;
     this.pagePromise = null;
     this.workerPromise = null;
@@ -121,6 +122,11 @@ export class Runtime {
     // 'cached' (site-packages from Cache Storage), 'unzipped' (in JavaScript) or 'unpacked' (CPython's zipfile)
     this.timings.wheels = {...this.timings.wheels, page: wheels};
     this.timings.wasm = handed.module ? 'handed' : 'compiled';  // the page's pyodide.asm.wasm: the worker's, or its own
+    this.pageHeap = py._module;  // for pageHeapBytes()
+    // Pyodide keeps its load options for its life, the restored snapshot's 21 MB among them (the `_loadSnapshot`
+    // promise): no use once restored (the worker's engine/start.js drops its own alike)
+    const loadOptions = py._api && py._api.config;
+    if (loadOptions && loadOptions._loadSnapshot) loadOptions._loadSnapshot = undefined;
     const mod = py.pyimport('py_core.bridge.builder_host');
     this.host = mod.HOST;
     this.callJson = this.host.call_json;
@@ -241,6 +247,11 @@ export class Runtime {
       throw new DOMException(`the WebNN polyfill could not start: ${e && e.message ? e.message : e}`,
         'NotSupportedError');
     }
+  }
+
+  /** The page's Pyodide's WebAssembly memory in bytes (0 before it runs): what the builder's validation costs. */
+  pageHeapBytes() {
+    return this.pageHeap ? this.pageHeap.HEAPU8.buffer.byteLength : 0;
   }
 
   /** A synchronous call into the page's builder host; throws the spec's error on failure. */
