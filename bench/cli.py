@@ -9,7 +9,7 @@ python -m bench perf [--browsers chromium,firefox,webkit] [--cases mobilenetv2,m
                      [--memory-runs 1000] [--skip-startup] [--skip-node] [--skip-transfer] [--out reports]
 python -m bench report RUN_DIR
 python -m bench list [--out reports]
-python -m bench startup|soak|dispatch|transfer|models [--help | OPTIONS]
+python -m bench startup|soak|dispatch|network|models [--help | OPTIONS]
 
 `perf` is `make bench` (bench/perf/run.py): the polyfill against onnxruntime-web in the same page, startup,
 LiteRT, the executor under Node; its run directory sits beside the comparison runs and is listed with them.
@@ -42,7 +42,7 @@ MODES = {
     "startup": ("bench.perf.startup", "start-up by stage, page variants interleaved round by round"),
     "soak": ("bench.perf.soak", "10,000 dispatches over mixed graphs: memory flat, context never lost"),
     "dispatch": ("bench.perf.dispatch", "the small-op cases alone, or against other worker switches"),
-    "transfer": ("bench.perf.transfer", "what a first visit downloads from make dist's package"),
+    "network": ("bench.perf.network", "cold and warm start-up from make dist's package over network profiles"),
     "models": ("bench.perf.models", "write the perf bench's graphs (build/bench-models)"),
 }
 
