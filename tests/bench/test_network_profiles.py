@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from bench import cli
 from bench.perf import network
 from web.network_profile import PROFILES, Link, NetworkProfile, parse_profile
 from web.static_host import IMMUTABLE, REVALIDATE, StaticHost
@@ -188,3 +189,14 @@ def test_the_table_says_which_targets_hold() -> None:
     assert network.target_ms("loopback", "firefox", "cold") == 2000
     assert network.target_ms("5mbit-100ms", "chromium", "cold") is None
     assert network.verdict("5mbit-100ms", "chromium", "warm", _visit(9000, 0)) == "-"
+
+
+def test_the_mode_documents_itself(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["network", "--help"])
+    usage = capsys.readouterr().out
+    for knob in ("--profiles", "--browsers", "--rounds", "--dist", "--uncompressed", "20mbit-40ms", "RATE-RTT"):
+        assert knob in usage, knob
+    with pytest.raises(SystemExit):
+        cli.main(["network", "--profiles", "fast"])
+    assert "RATE-RTT" in capsys.readouterr().err
