@@ -148,7 +148,7 @@ def make_handler(directory: Path, precompressed: bool, transfer: Transfer, link:
                 link.round_trip()  # the TCP handshake
 
         def send_response(self, code: int, message: str | None = None) -> None:
-            self.status = code
+            self.status = int(code)
             super().send_response(code, message)
 
         def send_header(self, keyword: str, value: str) -> None:
@@ -178,14 +178,18 @@ def make_handler(directory: Path, precompressed: bool, transfer: Transfer, link:
             self.status, self.coding, self.sent = 0, "", 0
             if link is not None:
                 link.round_trip()  # the request's way out and its response's first byte back
-            body = self.send_head()
-            if body is not None:
-                try:
-                    if with_body:
-                        self.copyfile(body, self.wfile)
-                finally:
-                    body.close()
-            transfer.add(Response(self.path, self.status, self.coding, self.sent))
+            try:
+                body = self.send_head()
+                if body is not None:
+                    try:
+                        if with_body:
+                            self.copyfile(body, self.wfile)
+                    finally:
+                        body.close()
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the client gave up (an aborted fetch): what it got still counts
+            finally:
+                transfer.add(Response(self.path, self.status, self.coding, self.sent))
 
         def copyfile(self, source: Any, outputfile: Any) -> None:
             step = link.chunk_bytes if link is not None else 1 << 20

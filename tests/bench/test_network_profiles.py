@@ -200,3 +200,17 @@ def test_the_mode_documents_itself(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         cli.main(["network", "--profiles", "fast"])
     assert "RATE-RTT" in capsys.readouterr().err
+
+
+def test_an_aborted_download_counts_what_was_sent(dist: Path) -> None:
+    """A fetch the page aborts (a timeout) still cost the bytes that crossed the link before it."""
+    with StaticHost(dist, link=Link(NetworkProfile("t", 4e6, 0.0))) as host:
+        parts = urllib.parse.urlsplit(host.url)
+        conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=60)
+        conn.request("GET", "/" + ASSET)
+        response = conn.getresponse()
+        assert len(response.read(1000)) == 1000
+        conn.close()
+        _counts(host, 1)
+        (aborted,) = host.transfer.responses
+    assert aborted.status == 200 and 1000 <= aborted.size < (dist / ASSET).stat().st_size
