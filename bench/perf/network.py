@@ -13,7 +13,8 @@ graph as soon as the polyfill's script has run, so no driver round trip is count
 and requests are what both servers sent during it.  Chromium gets an on-disk profile, closed after the cold visit
 and launched again on it for the warm one (a throwaway context's in-memory cache skips files as large as
 pyodide.asm.wasm); Firefox a new browser whose context keeps its caches for a second page; WebKit (WebKitGTK through
-WebDriver where Playwright has no WebKit) a new session, whose second window is the warm visit.  `make bench` runs
+WebDriver where Playwright has no WebKit) a new session, whose second window is the warm visit (an ephemeral session:
+nothing is kept, and the table says so).  `make bench` runs
 it (bench/perf/run.py); medians over --rounds, rounds interleaved over profiles and browsers so a shared machine's
 drift spreads over all of them.
 """
@@ -217,6 +218,11 @@ def verdict(profile: str, browser: str, label: str, m: dict[str, float]) -> str:
     return "yes" if not failed else f"NO ({', '.join(failed)})"
 
 
+def not_warm(entry: dict[str, Any]) -> bool:
+    """Whether the warm visits downloaded at least half of what the cold ones did (no cache survived)."""
+    return medians(entry["warm"])["bytes"] >= 0.5 * medians(entry["cold"])["bytes"] > 0
+
+
 def summary(result: dict[str, Any]) -> list[str]:
     """Report lines: a table per profile, a row per browser and visit with its targets and whether they hold."""
     d = result["dist"]
@@ -241,6 +247,9 @@ def summary(result: dict[str, Any]) -> list[str]:
                              f"{'<= ' + format(budget, '.0f') if budget else '':>9} {m['bytes'] / 1e6:7.2f} "
                              f"{m['requests']:8.0f} {m['notModified']:4.0f} {m['connections']:5.0f}  "
                              f"{verdict(name, browser, label, m)}")
+            if entry["cold"] and entry["warm"] and not_warm(entry):
+                lines.append(f"{browser:9} (its warm visit downloaded as much as its cold one: this browser kept no "
+                             "cache between the two, as WebKitGTK's ephemeral WebDriver session does)")
             if "error" in entry:
                 lines.append(f"{browser:9} ERROR in a later round: {entry['error'][:300]}")
     return lines

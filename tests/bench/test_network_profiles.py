@@ -175,7 +175,8 @@ def test_the_table_says_which_targets_hold() -> None:
         "20mbit-40ms": {"describe": "20 Mbit/s, 40 ms RTT", "browsers": {
             "chromium": {"cold": [_visit(3900, 4.8), _visit(5000, 4.8), _visit(3000, 4.8)],
                          "warm": [_visit(900, 0.1)] * 3},
-            "firefox": {"cold": [_visit(3000, 5.2)], "warm": [_visit(900, 0.0)]}}},
+            "firefox": {"cold": [_visit(3000, 5.2)], "warm": [_visit(900, 0.0)]},
+            "webkit": {"cold": [_visit(3500, 4.0)], "warm": [_visit(3400, 4.0)]}}},
         "5mbit-100ms": {"describe": "5 Mbit/s, 100 ms RTT", "browsers": {
             "webkit": {"cold": [], "warm": [], "error": "WebDriverUnavailable: no Xvfb"}}}}}
     lines = network.summary(result)
@@ -185,6 +186,8 @@ def test_the_table_says_which_targets_hold() -> None:
     assert next(ln for ln in lines if ln.startswith("chromium  warm")).endswith("NO (time)")  # 900 > 800
     assert next(ln for ln in lines if ln.startswith("firefox   cold")).endswith("NO (bytes)")  # 5.2 MB > 5
     assert next(ln for ln in lines if ln.startswith("firefox   warm")).endswith("yes")  # 900 <= 1000
+    assert next(ln for ln in lines if ln.startswith("webkit    warm")).endswith("NO (time)")
+    assert text.count("kept no cache between the two") == 1  # webkit's warm visit downloaded it all again
     assert "webkit    ERROR WebDriverUnavailable: no Xvfb" in text and "median of 3 round(s)" in text
     assert network.target_ms("loopback", "firefox", "cold") == 2000
     assert network.target_ms("5mbit-100ms", "chromium", "cold") is None
