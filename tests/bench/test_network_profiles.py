@@ -1,7 +1,8 @@
 """The network bench's shaped link, without a browser: web.static_host over a web.network_profile.Link against a
 local HTTP client.  Only lower bounds on time (a shared machine is never too fast, often too slow): a body of N
 bytes at R bit/s takes at least N*8/R s, a request at least one round trip and a new connection one more, two
-downloads at once share the rate; the CDN's Cache-Control; what a visit counts.  Also the table's targets."""
+downloads at once share the rate; the CDN's Cache-Control; what a visit counts.  Also the table's targets and make
+bench's report of it."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from typing import Any
 
 import pytest
 
-from bench import cli
+from bench import cli, results
 from bench.perf import network
+from bench.perf import run as perf
+from bench.report import perf as perf_report
 from web.network_profile import PROFILES, Link, NetworkProfile, parse_profile
 from web.static_host import IMMUTABLE, REVALIDATE, StaticHost
 
@@ -217,3 +220,21 @@ def test_an_aborted_download_counts_what_was_sent(dist: Path) -> None:
         _counts(host, 1)
         (aborted,) = host.transfer.responses
     assert aborted.status == 200 and 1000 <= aborted.size < (dist / ASSET).stat().st_size
+
+
+def test_make_bench_reports_the_table(tmp_path: Path) -> None:
+    """A perf run's network measure line: the same table in the text summary and the report's HTML."""
+    run_dir = tmp_path / "20260101-000000-perf"
+    results.write_meta(run_dir, {"kind": "perf", "schema": perf.PERF_SCHEMA, "started": "then", "command": "x"})
+    results.RunWriter(run_dir).measure("network", "", {
+        "dist": {"filesMB": 31.2, "withSiblingsMB": 48.4}, "rounds": 1, "profiles": {
+            "20mbit-40ms": {"describe": "20 Mbit/s, 40 ms RTT", "browsers": {
+                "chromium": {"cold": [_visit(3700, 4.5)], "warm": [_visit(1200, 0.0)]},
+                "webkit": {"cold": [], "warm": [], "error": "WebDriverUnavailable: no Xvfb"}}}}})
+    perf_report.write_report(run_dir, {"finished": "now"})
+    html = (run_dir / "report.html").read_text()
+    for needle in ("<td>20mbit-40ms</td><td>chromium</td><td>cold</td><td>3700</td><td>4000</td><td>4.50</td>",
+                   "<td>1200</td><td>800</td><td>0.00</td>", "NO (time)", "no Xvfb", "median of 1 round(s)"):
+        assert needle in html, needle
+    text = "\n".join(perf_report.summary_lines(*perf_report.load_run(run_dir)))
+    assert "-- 20mbit-40ms: 20 Mbit/s, 40 ms RTT" in text and "webkit    ERROR WebDriverUnavailable" in text
