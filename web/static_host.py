@@ -24,7 +24,7 @@ import threading
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from web.network_profile import Link, parse_profile
 
@@ -66,8 +66,10 @@ def precompressed_sibling(path: Path, accept_encoding: str) -> tuple[Path, str] 
     return None
 
 
-class Response(NamedTuple):
-    """One response: its path, status, Content-Encoding ('' for none) and body bytes sent."""
+@dataclass
+class Response:
+    """One response: its path, status, Content-Encoding ('' for none) and body bytes sent so far (counted before
+    they are written, so a client that has them finds them counted)."""
 
     path: str
     status: int
@@ -136,7 +138,7 @@ def make_handler(directory: Path, precompressed: bool, transfer: Transfer, link:
         protocol_version = "HTTP/1.1" if link is not None else "HTTP/1.0"
         status = 0
         coding = ""
-        sent = 0
+        record: Response | None = None
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, directory=str(directory), **kwargs)
@@ -160,6 +162,8 @@ def make_handler(directory: Path, precompressed: bool, transfer: Transfer, link:
             self.send_header("Access-Control-Allow-Origin", "*")
             if cache_headers and self.status in (200, 304):
                 self.send_header("Cache-Control", cache_control(self.path))
+            self.record = Response(self.path, self.status, self.coding, 0)
+            transfer.add(self.record)
             super().end_headers()
 
         def guess_type(self, path: str | os.PathLike[str]) -> str:
@@ -175,7 +179,7 @@ def make_handler(directory: Path, precompressed: bool, transfer: Transfer, link:
             self._answer(with_body=False)
 
         def _answer(self, with_body: bool) -> None:
-            self.status, self.coding, self.sent = 0, "", 0
+            self.status, self.coding, self.record = 0, "", None
             if link is not None:
                 link.round_trip()  # the request's way out and its response's first byte back
             try:
@@ -188,16 +192,20 @@ def make_handler(directory: Path, precompressed: bool, transfer: Transfer, link:
                         body.close()
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True  # the client gave up (an aborted fetch): what it got still counts
-            finally:
-                transfer.add(Response(self.path, self.status, self.coding, self.sent))
 
         def copyfile(self, source: Any, outputfile: Any) -> None:
             step = link.chunk_bytes if link is not None else 1 << 20
+            record = self.record
+            assert record is not None  # end_headers() ran
             while chunk := source.read(step):
                 if link is not None:
                     link.transmit(len(chunk))
-                outputfile.write(chunk)
-                self.sent += len(chunk)
+                record.size += len(chunk)
+                try:
+                    outputfile.write(chunk)
+                except OSError:
+                    record.size -= len(chunk)
+                    raise
 
         def send_head(self) -> Any:
             # As python -m http.server and nginx by default: Last-Modified, a 304 for If-Modified-Since, no

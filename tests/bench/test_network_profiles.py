@@ -12,7 +12,6 @@ import threading
 import time
 import urllib.parse
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -52,15 +51,6 @@ def _get(url: str, path: str, headers: dict[str, str] | None = None) -> tuple[ht
         conn.close()
 
 
-def _counts(host: StaticHost, responses: int) -> dict[str, Any]:
-    """The host's counts once it has recorded `responses` responses (it records one after its last byte is
-    written, so a client may have read the body a moment before)."""
-    deadline = time.monotonic() + 30
-    while len(host.transfer.responses) < responses and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return host.transfer.counts()
-
-
 def _timed(fn: object) -> float:
     t0 = time.monotonic()
     fn()  # type: ignore[operator]
@@ -83,7 +73,7 @@ def test_a_body_of_n_bytes_takes_at_least_n_times_8_over_r(dist: Path) -> None:
     rate = 4e6  # 96 KB in at least 0.197 s
     with StaticHost(dist, link=Link(NetworkProfile("t", rate, 0.0))) as host:
         took = _timed(lambda: _get(host.url, ASSET))
-        counts = _counts(host, 1)
+        counts = host.transfer.counts()
     size = (dist / ASSET).stat().st_size
     assert counts["bytes"] == size
     assert took >= size * 8 / rate
@@ -104,7 +94,7 @@ def test_a_request_waits_one_round_trip_and_a_new_connection_one_more(dist: Path
             first, second = _timed(ask), _timed(ask)  # keep-alive: the second reuses the connection
         finally:
             conn.close()
-        counts = _counts(host, 2)
+        counts = host.transfer.counts()
     assert first >= 2 * rtt  # the handshake, then the request
     assert second >= rtt
     assert counts["connections"] == 1 and counts["requests"] == 2
@@ -127,7 +117,7 @@ def test_two_downloads_at_once_share_the_link_across_hosts(dist: Path, tmp_path:
             t.start()
         for t in threads:
             t.join(60)
-        both = _counts(cdn, 1)["bytes"] + _counts(site, 1)["bytes"]
+        both = cdn.transfer.counts()["bytes"] + site.transfer.counts()["bytes"]
     assert len(done) == 2 and both == 2 * (dist / ASSET).stat().st_size
     assert max(done) - t0 >= both * 8 / rate
 
@@ -145,7 +135,7 @@ def test_a_cdn_caches_hashed_assets_for_a_year_and_revalidates_the_rest(dist: Pa
         assert again.status == 304 and rest == b"" and again.headers["Cache-Control"] == REVALIDATE
         plain, _ = _get(host.url, ENTRY)  # no Accept-Encoding: the file as it is
         assert plain.headers["Content-Encoding"] is None
-        counts = _counts(host, 4)
+        counts = host.transfer.counts()
     assert counts == {"bytes": (dist / ASSET).stat().st_size + len(body) + (dist / ENTRY).stat().st_size,
                       "requests": 4, "notModified": 1, "connections": 4, "encodings": ["gzip", "identity"],
                       "largest": counts["largest"]}
@@ -159,11 +149,11 @@ def test_counts_start_afresh_per_visit(dist: Path) -> None:
     with StaticHost(dist, link=Link(PROFILES["loopback"])) as host:
         _get(host.url, ENTRY)
         _get(host.url, "missing.js")
-        first = _counts(host, 2)
+        first = host.transfer.counts()
         host.transfer.clear()
         empty = host.transfer.counts()
         _get(host.url, ENTRY)
-        second = _counts(host, 1)
+        second = host.transfer.counts()
     assert first["requests"] == 2 and first["connections"] == 2
     assert empty["requests"] == empty["bytes"] == empty["connections"] == 0
     assert second["requests"] == 1 and second["bytes"] == (dist / ENTRY).stat().st_size
@@ -217,7 +207,6 @@ def test_an_aborted_download_counts_what_was_sent(dist: Path) -> None:
         response = conn.getresponse()
         assert len(response.read(1000)) == 1000
         conn.close()
-        _counts(host, 1)
         (aborted,) = host.transfer.responses
     assert aborted.status == 200 and 1000 <= aborted.size < (dist / ASSET).stat().st_size
 
