@@ -27,13 +27,14 @@ GEN_SCRIPT := scripts/gen_op_table.py
 GEN_OPS  := $(if $(wildcard $(GEN_SCRIPT)),polyfill/src/generated/ops.json polyfill/src/generated/types.json)
 SPEC_SRC := $(shell find py_core/spec py_core/types.py -name '*.py' 2>/dev/null)
 
-.PHONY: setup venv venv-run node assets browsers native-chromium build snapshot dist run test fuzz bench lint clean help
+.PHONY: setup venv venv-run node assets browsers native-chromium build pyodide snapshot dist run test fuzz bench lint clean help
 
 help:
 	@echo "make run    set up what serving needs, build the polyfill, serve http://$(HOST):$(PORT)"
 	@echo "make test   set everything up, build the polyfill, run pytest (PYTEST_ARGS=...)"
 	@echo "make setup  venv + npm toolchain + Pyodide assets + browsers + the native-WebNN Chromium (idempotent)"
 	@echo "make build  compile the C kernels (clang, gcc), bundle polyfill/src with esbuild into polyfill/dist"
+	@echo "make pyodide  the Pyodide the polyfill serves, cut to what the engine imports (part of run, test, dist)"
 	@echo "make snapshot  the Pyodide memory snapshots a first visit restores (Node; part of run, test, dist)"
 	@echo "make dist   the deployable package in dist/ (static folder + npm package root; cd dist && npm pack)"
 	@echo "make lint   ruff check + mypy"
@@ -113,9 +114,14 @@ polyfill/src/generated/ops.json polyfill/src/generated/types.json &: $(GEN_SCRIP
 # imported (the wheel the dev server serves now; after `make build`, whose C kernels it holds).  A no-op when it
 # is current; it never fails the build: without it the polyfill starts CPython from its files
 # (scripts/make_snapshot.mjs).
-snapshot: node assets venv-run
+snapshot: pyodide venv-run
 	$(PY) -m web.core_wheel build/core-wheel.whl
-	node scripts/make_snapshot.mjs --out $(DIST) --core-wheel build/core-wheel.whl
+	node scripts/make_snapshot.mjs --out $(DIST) --core-wheel build/core-wheel.whl --assets build/pyodide
+
+# The Pyodide the polyfill serves: its standard library and NumPy cut to what the engine imports, measured by
+# running the engine under Node (scripts/trim_pyodide.mjs); a no-op when py_core and the assets are unchanged.
+pyodide: node assets
+	node scripts/trim_pyodide.mjs --out build/pyodide
 
 # dist/ is git-ignored; the brotli results are cached by content (brotli -q 11 takes minutes the first time).
 dist: $(DIST_STAMP) node assets build snapshot

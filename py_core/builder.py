@@ -13,7 +13,7 @@ from typing import Any
 from py_core.errors import InvalidStateError, WebNNTypeError
 from py_core.graph import Graph, Operand, Operation
 from py_core.spec import OPS, OpSpec, bind, infer_outputs, normalize
-from py_core.spec.table import OPERANDS, check_output_descriptor
+from py_core.spec.table import OPERANDS, check_dimensions
 from py_core.types import DataType, OperandDescriptor
 
 
@@ -49,7 +49,9 @@ def parse_descriptor(desc: Any, what: str = "descriptor") -> OperandDescriptor:
         out = desc
     else:
         if isinstance(desc, Mapping):
-            dt, shape = desc.get("dataType"), desc.get("shape", desc.get("dimensions", []))
+            if "shape" not in desc:
+                raise WebNNTypeError(f"{what}: required member shape is missing")
+            dt, shape = desc.get("dataType"), desc["shape"]
         elif isinstance(desc, (tuple, list)) and len(desc) == 2:
             dt, shape = desc
         else:
@@ -63,17 +65,22 @@ def parse_descriptor(desc: Any, what: str = "descriptor") -> OperandDescriptor:
         ):
             raise WebNNTypeError(f"{what}: shape must be a sequence of unsigned long, got {shape!r}")
         out = OperandDescriptor(data_type, tuple(shape))
-    check_output_descriptor(what, out)
+    check_dimensions(what, out)
     return out
 
 
 class GraphBuilder:
-    """MLGraphBuilder over the Python graph IR.  https://www.w3.org/TR/webnn/#mlgraphbuilder"""
+    """MLGraphBuilder over the Python graph IR.  https://www.w3.org/TR/webnn/#mlgraphbuilder
 
-    def __init__(self) -> None:
+    `duplicate_names_at_build`: False refuses a repeated input name at input(), as the draft's steps say; True
+    accepts it there and refuses it at build() when two inputs of that name feed the outputs, as Chromium does
+    (docs/compatibility.md)."""
+
+    def __init__(self, *, duplicate_names_at_build: bool = False) -> None:
         self.graph = Graph()
         self._next_id = 0
         self._built = False
+        self._duplicate_names_at_build = duplicate_names_at_build
 
     # ---------------------------------------------------------------- operands
 
@@ -98,11 +105,11 @@ class GraphBuilder:
         self._check_state()
         if not isinstance(name, str) or not name:
             raise WebNNTypeError(f"input: the name must be a non-empty string, got {name!r}")
-        if name in self.graph.inputs:
+        if name in self.graph.inputs and not self._duplicate_names_at_build:
             raise WebNNTypeError(f"input: an input named '{name}' already exists")
         desc = parse_descriptor(descriptor, f"input '{name}'")
         op = self._new_operand(desc, "input", name)
-        self.graph.inputs[name] = op.id
+        self.graph.inputs.setdefault(name, op.id)  # a repeated name is an input operand too (build() refuses it)
         return op
 
     def constant(self, descriptor: Any, data: Any = None) -> BuilderOperand:
@@ -194,8 +201,19 @@ class GraphBuilder:
                 raise WebNNTypeError(
                     f"build: output '{name}' is an input or constant operand, not an operation's result")
             ids[name] = h.id
+        graph = self.graph.pruned(ids)
+        inputs: dict[str, int] = {}
+        for oid in sorted(graph.operands):
+            o = graph.operands[oid]
+            if o.kind != "input":
+                continue
+            if o.name in inputs:
+                raise WebNNTypeError(
+                    f"build: two inputs named '{o.name}' feed the outputs (input names must be unique)")
+            inputs[o.name] = oid
+        graph.inputs = inputs
         self._built = True
-        return self.graph.pruned(ids)
+        return graph
 
 
 def _not_an_operand(spec: OpSpec, name: str, v: Any) -> Any:

@@ -9,13 +9,16 @@
       assets/pyodide-lock.<hash>.json   Pyodide's lock, cut to NumPy and extended with py_core (pyodide-lock)
       assets/pyodide-<hash>/            the Pyodide core (its file names are fixed by Pyodide: the folder is hashed)
       assets/numpy-<hash>/numpy-....whl, assets/py_core-<hash>/py_core-....whl   (wheel names are fixed too)
-      assets/pyodide-snapshot.<hash>.bin-gz   the Pyodide memory snapshot a first visit restores (make snapshot)
-      assets/pyodide-snapshot-numpy.<hash>.bin-gz   the worker's, taken after `import numpy` (make snapshot)
+      assets/pyodide-snapshot.<hash>.bin-gz   with --snapshots: the Pyodide memory snapshot a first visit restores
+      assets/pyodide-snapshot-numpy.<hash>.bin-gz   with --snapshots: the worker's, taken after `import numpy`
       *.br, *.gz                        precompressed siblings, for servers that negotiate Content-Encoding
 
 Every asset a browser may cache has its content hash in its path, so a server can send them with
-`Cache-Control: immutable`; only the two entry scripts and package.json keep their names.  Usage:
-`python scripts/make_dist.py [--out dist] [--no-compress]` (make dist runs it after make build).
+`Cache-Control: immutable`; only the two entry scripts and package.json keep their names.  Pyodide is the cut
+build the dev server serves (scripts/trim_pyodide.mjs).  Without --snapshots a first visit downloads no memory
+snapshot: the worker starts CPython, takes its own snapshot and stores it for the next visit (12 MB less on the
+wire; docs/startup.md has the measured trade).  Usage: `python scripts/make_dist.py [--out dist] [--no-compress]
+[--snapshots]` (make dist runs it after make build).
 """
 
 from __future__ import annotations
@@ -178,7 +181,7 @@ Bundles Pyodide {pyodide} (MPL-2.0), NumPy {numpy} (BSD-3-Clause) and py_core (A
 """
 
 
-def build(out: Path, compress: bool = True) -> dict[str, object]:
+def build(out: Path, compress: bool = True, snapshots: bool = False) -> dict[str, object]:
     """Write the package into out (replaced); returns the asset map the entry scripts embed."""
     settings = Settings.from_env()
     pyodide_dir = settings.pyodide_dir
@@ -221,7 +224,8 @@ def build(out: Path, compress: bool = True) -> dict[str, object]:
     }
     # the build's Pyodide snapshots (scripts/make_snapshot.mjs: make dist makes them first), already gzipped: the
     # bare interpreter's, and the worker's taken after `import numpy`
-    for key, name in (("snapshot", "pyodide-snapshot"), ("numpySnapshot", "pyodide-snapshot-numpy")):
+    shipped = (("snapshot", "pyodide-snapshot"), ("numpySnapshot", "pyodide-snapshot-numpy")) if snapshots else ()
+    for key, name in shipped:
         snapshot = settings.snapshot_asset(name)
         if snapshot is None:
             print(f"make_dist: no {name} built (make snapshot): first visits start without it", file=sys.stderr)
@@ -252,8 +256,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "dist")
     parser.add_argument("--no-compress", action="store_true", help="skip the .br/.gz siblings")
+    parser.add_argument("--snapshots", action="store_true",
+                        help="ship the build's Pyodide snapshots: first visits restore them (12 MB more to download)")
     args = parser.parse_args(argv)
-    asset_map = build(args.out.resolve(), compress=not args.no_compress)
+    asset_map = build(args.out.resolve(), compress=not args.no_compress, snapshots=args.snapshots)
     files = [p for p in args.out.rglob("*") if p.is_file()]
     plain = [p for p in files if p.suffix not in (".br", ".gz")]
     print(f"dist: {args.out} ({len(plain)} files, {sum(p.stat().st_size for p in plain) / 1e6:.1f} MB; "

@@ -5,7 +5,7 @@
 // Pyodide start with (no env but HOME, no args, the browser's default program name) and holds nothing of
 // Node's (its JS references are none; os.environ's LANG is a fixed C.UTF-8).
 //
-//   node scripts/make_snapshot.mjs [--out polyfill/dist] [--force] [--core-wheel build/core-wheel.whl]
+//   node scripts/make_snapshot.mjs [--out polyfill/dist] [--force] [--core-wheel build/core-wheel.whl] [--assets DIR]
 //
 // With --core-wheel (the wheel the dev server and `make dist` serve: `python -m web.core_wheel FILE`), each
 // snapshot also holds the core imported, as its Pyodide imports it (the page's builder host; the worker's glue,
@@ -37,6 +37,9 @@ const FORMAT = 1;  // bump when the options below change
 const args = process.argv.slice(2);
 const outDir = path.resolve(args.includes('--out') ? args[args.indexOf('--out') + 1] : path.join(root, 'polyfill', 'dist'));
 const force = args.includes('--force');
+// the Pyodide the snapshots are made from: the one served (make pyodide's cut build), whose standard library a
+// restore then reads
+const assets = args.includes('--assets') ? path.resolve(args[args.indexOf('--assets') + 1]) : null;
 const coreWheelFile = args.includes('--core-wheel') ? path.resolve(args[args.indexOf('--core-wheel') + 1]) : null;
 const gzPath = path.join(outDir, `${NAME}.bin.gz`);
 const metaPath = path.join(outDir, `${NAME}.json`);
@@ -69,9 +72,9 @@ function coreWheel() {
 // A wheel unpacked into py's site-packages, as the browser's install does (same paths)
 function unpackWheel(py, bytes, name) {
   py.FS.writeFile(`/tmp/${name}`, bytes);
-  py.runPython(`import zipfile, sysconfig
+  py.runPython(`import zipfile, site
 with zipfile.ZipFile('/tmp/${name}') as z:
-    z.extractall(sysconfig.get_paths()['purelib'])`);
+    z.extractall(site.getsitepackages()[0])`);
   py.FS.unlink(`/tmp/${name}`);
 }
 
@@ -103,7 +106,7 @@ function writeAtomically(file, bytes) {
 // (json, dataclasses): a restore skips `import numpy` (0.25-0.4 s of a warm start, over 1 s of a cold one).
 // Its extension modules are linked again at the restore (polyfill/src/boot/relink.js), which needs what record()
 // returns: it goes into the .json, and the browser gets it with the asset.  The snapshot is restored here once
-// (a fresh Pyodide, NumPy's files written back, a product and a lazy `numpy.random` import checked) before it
+// (a fresh Pyodide, NumPy's files written back, a product and a lazy `numpy.polynomial` import checked) before it
 // is written: one that does not restore is not shipped.
 const NUMPY_NAME = 'pyodide-snapshot-numpy';
 const numpyGz = path.join(outDir, `${NUMPY_NAME}.bin.gz`);
@@ -169,8 +172,8 @@ async function selfTestOnce(loadPyodide, options, bytes, relink, wheel, core, pr
   const got = py.runPython(`import sys, numpy as np, importlib
 importlib.invalidate_caches()
 a = np.arange(12.0).reshape(3, 4)
-import numpy.random
-str(((a @ a.T).tolist(), round(float(np.linalg.det(np.eye(3) * 2)), 9), 'numpy.random' in sys.modules))`);
+import numpy.polynomial
+str(((a @ a.T).tolist(), round(float(np.linalg.det(np.eye(3) * 2)), 9), 'numpy.polynomial' in sys.modules))`);
   const want = '([[14.0, 38.0, 62.0], [38.0, 126.0, 214.0], [62.0, 214.0, 366.0]], 8.0, True)';
   if (got !== want) throw new Error(`the NumPy snapshot restores wrong (precompile ${precompile}): ${got}`);
   if (core) checkCore(py, core, WORKER_CORE, 'from py_core.kernels import native\nassert native.ensure_loaded()');
@@ -190,7 +193,7 @@ str(all(before[m] == id(sys.modules[m]) for m in before) and sys._webnn_snapshot
 }
 
 async function main() {
-  const dir = assetDir();
+  const dir = assetDir(assets);
   const core = coreWheel();
   const inputs = inputsOf(dir, core);
   const {loadPyodide, version} = await import(path.join(dir, 'pyodide.mjs'));

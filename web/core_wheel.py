@@ -129,11 +129,12 @@ def build_wheel(pkg_dir: Path, meta: ProjectMeta | None = None) -> CoreWheel:
     record = "".join(f"{name},{_record_hash(data)},{len(data)}\n" for name, data in entries)
     entries.append((f"{dist_info}/RECORD", (record + f"{dist_info}/RECORD,,\n").encode()))
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+    # stored, not deflated: the server's brotli compresses the whole wheel (152 KB) better than deflate per file
+    # does (247 KB with brotli on top)
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as zf:
         for name, data in entries:
             info = zipfile.ZipInfo(name, date_time=ZIP_DATE)
             info.external_attr = 0o644 << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
             zf.writestr(info, data)
     data = buf.getvalue()
     filename = f"{dist}-{meta.version}-{TAG}.whl"

@@ -43,9 +43,21 @@ class Settings:
         )
 
     @property
-    def pyodide_dir(self) -> Path:
-        """The Pyodide indexURL directory filled by scripts/fetch_assets.py."""
+    def official_pyodide_dir(self) -> Path:
+        """Pyodide's official files, as scripts/fetch_assets.py fills the cache."""
         return self.cache_dir / f"pyodide-{PYODIDE_VERSION}"
+
+    @property
+    def cut_pyodide_dir(self) -> Path:
+        """The Pyodide the polyfill serves, its standard library and NumPy cut to what the engine imports
+        (scripts/trim_pyodide.mjs, `make pyodide`)."""
+        return self.repo_root / "build" / "pyodide"
+
+    @property
+    def pyodide_dir(self) -> Path:
+        """The Pyodide indexURL directory served: the cut one once built, else the official files."""
+        cut = self.cut_pyodide_dir
+        return cut if (cut / "trim.json").is_file() else self.official_pyodide_dir
 
     @property
     def polyfill_dist(self) -> Path:

@@ -88,8 +88,13 @@ function install() {
   };
 
   if (nav && !refused && (!hadNative || replace)) {
+    // NavigatorML's [SameObject] attribute: read on anything but this global's navigator, TypeError
     Object.defineProperty(Object.getPrototypeOf(nav), 'ml', {
-      get: () => ml, configurable: true, enumerable: true,
+      get: Object.getOwnPropertyDescriptor({get ml() {
+        if (this !== nav) throw new TypeError('Illegal invocation of Navigator.ml');
+        return ml;
+      }}, 'ml').get,
+      configurable: true, enumerable: true,
     });
     if (Object.prototype.hasOwnProperty.call(nav, 'ml')) {
       Object.defineProperty(nav, 'ml', {value: ml, configurable: true, enumerable: true, writable: true});

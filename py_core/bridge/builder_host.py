@@ -40,9 +40,9 @@ class BuilderHost:
     def _out(h: BuilderOperand) -> dict[str, Any]:
         return {"id": h.id, **h.desc.to_json()}
 
-    def new_builder(self) -> int:
+    def new_builder(self, duplicate_names_at_build: bool = False) -> int:
         self._next += 1
-        self.builders[self._next] = GraphBuilder()
+        self.builders[self._next] = GraphBuilder(duplicate_names_at_build=duplicate_names_at_build)
         return self._next
 
     def release(self, bid: int) -> None:

@@ -19,10 +19,9 @@ from py_core.types import ALL_TYPES, FLOATS, MAX_RANK, DataType, OperandDescript
 
 FAMILY = "reduction"
 
-# Data types per reduction, from each method's steps ("creating reduction operation ... given « ... »").
-# The spec lists only float32, float16, int32, uint32 for the sum-like reductions (older WPT validation files
-# also accepted int64/uint64; the current spec and WPT do not): follow the spec.
-SUM_TYPES: frozenset[DataType] = FLOATS | {DataType.INT32, DataType.UINT32}
+# Data types per reduction, from each method's steps ("creating reduction operation ... given « ... »"): the
+# sum-like reductions (L1, product, sum, sum of squares) take float32, float16, int32, uint32, int64 and uint64.
+SUM_TYPES: frozenset[DataType] = FLOATS | {DataType.INT32, DataType.UINT32, DataType.INT64, DataType.UINT64}
 # argMin/argMax outputDataType: the spec only bounds shape[axis] by the type's maximum value, which no
 # float type would fail; WPT validation ("Throw if outputDataType=float32") and every implementation
 # restrict it to the index types, so we do too.

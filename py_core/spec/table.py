@@ -280,6 +280,22 @@ def _check_value(prefix: str, p: Param, v: Any) -> Any:
     raise AssertionError(f"unknown IDL kind {kind}")
 
 
+def check_dimensions(prefix: str, desc: OperandDescriptor) -> OperandDescriptor:
+    """"Check dimensions" of an input's or a constant's descriptor, in the draft's order: each dimension valid,
+    the rank supported (opSupportLimits' rankRange.max), the element count a valid dimension, the byte length
+    supported.  https://www.w3.org/TR/webnn/#mloperanddescriptor-check-dimensions"""
+    for d in desc.shape:
+        if not 0 < d <= MAX_DIMENSION:
+            _fail(prefix, f"dimension {d} of {desc} is not a valid dimension (1 .. {MAX_DIMENSION})")
+    if len(desc.shape) > MAX_RANK:
+        _fail(prefix, f"{desc} has rank {len(desc.shape)}, more than the supported {MAX_RANK}")
+    if desc.element_count > MAX_DIMENSION:
+        _fail(prefix, f"{desc} has {desc.element_count} elements, more than a valid dimension ({MAX_DIMENSION})")
+    if desc.byte_length > MAX_TENSOR_BYTE_LENGTH:
+        _fail(prefix, f"{desc} is {desc.byte_length} bytes, more than maxTensorByteLength ({MAX_TENSOR_BYTE_LENGTH})")
+    return desc
+
+
 def check_output_descriptor(prefix: str, desc: OperandDescriptor) -> OperandDescriptor:
     """Every operand must have valid dimensions and a byte length the implementation can hold."""
     for d in desc.shape:

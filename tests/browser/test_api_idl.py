@@ -282,17 +282,37 @@ async (model) => {
     if (itf.constructorLength === null) {
       try { new cls(); bad(name, 'has no constructor in IDL but new succeeded'); }
       catch (e) { if (!(e instanceof TypeError)) bad(name, `new threw ${e.name}, not TypeError`); }
-    } else if (cls.length !== itf.constructorLength) {
-      bad(name, `constructor length ${cls.length} != ${itf.constructorLength}`);
     }
+    // WebIDL: the interface object's length is its constructor's required count, 0 without a constructor
+    if (cls.length !== (itf.constructorLength ?? 0)) {
+      bad(name, `interface object length ${cls.length} != ${itf.constructorLength ?? 0}`);
+    }
+    for (const key of ['name', 'length']) {
+      const d = Object.getOwnPropertyDescriptor(cls, key);
+      if (!d || d.writable || d.enumerable || !d.configurable) bad(`${name}.${key}`, 'not {writable: false, enumerable: false, configurable: true}');
+    }
+    const tag = Object.getOwnPropertyDescriptor(proto, Symbol.toStringTag);
+    if (!tag || tag.writable || tag.enumerable || !tag.configurable) bad(name, '@@toStringTag is not {writable: false, enumerable: false, configurable: true}');
     const inst = instances[name];
     for (const [attr, {type, readonly}] of Object.entries(itf.attributes)) {
       const d = Object.getOwnPropertyDescriptor(proto, attr);
       if (!d || typeof d.get !== 'function') { bad(`${name}.${attr}`, 'not an accessor on the prototype'); continue; }
       if (readonly && d.set !== undefined) bad(`${name}.${attr}`, 'readonly attribute has a setter');
       if (!d.enumerable || !d.configurable) bad(`${name}.${attr}`, 'not enumerable and configurable');
-      try { d.get.call({}); bad(`${name}.${attr}`, 'getter accepted a foreign this'); }
-      catch (e) { if (!(e instanceof TypeError)) bad(`${name}.${attr}`, `foreign this threw ${e.name}`); }
+      if (d.get.name !== `get ${attr}` || d.get.length !== 0) bad(`${name}.${attr}`, `getter is named '${d.get.name}', length ${d.get.length}`);
+      // another `this` (a plain object, the prototype itself): TypeError, as a rejection for a promise type
+      for (const [what, self] of [['a foreign this', {}], ['the prototype', proto]]) {
+        try {
+          const r = d.get.call(self);
+          if (!isPromiseType(type)) bad(`${name}.${attr}`, `getter accepted ${what}`);
+          else if (!(r instanceof Promise)) bad(`${name}.${attr}`, `getter on ${what} gave ${String(r)}, not a promise`);
+          else await r.then(() => bad(`${name}.${attr}`, `resolved on ${what}`),
+                            (e) => { if (!(e instanceof TypeError)) bad(`${name}.${attr}`, `rejected on ${what} with ${e.name}`); });
+        } catch (e) {
+          if (isPromiseType(type)) bad(`${name}.${attr}`, `threw ${e.name} on ${what} instead of rejecting`);
+          else if (!(e instanceof TypeError)) bad(`${name}.${attr}`, `${what} threw ${e.name}`);
+        }
+      }
       const v = inst[attr];
       if (!typeOk(type, v)) bad(`${name}.${attr}`, `value ${String(v)} is not of IDL type ${type}`);
     }
@@ -333,8 +353,10 @@ async (model) => {
   if (P.installed) {
     const proto = Object.getPrototypeOf(navigator);
     const d = Object.getOwnPropertyDescriptor(proto, 'ml');
-    navInfo.accessor = !!(d && d.get);
+    navInfo.accessor = !!(d && d.get) && d.enumerable && d.configurable && d.get.name === 'get ml' && d.get.length === 0;
     navInfo.isPolyfill = navigator.ml === P.ml;
+    // read on Navigator.prototype itself (not a Navigator): TypeError, as for every attribute of a platform object
+    try { navInfo.onPrototype = String(proto.ml); } catch (e) { navInfo.onPrototype = e.name; }
   }
   const lostSame = ctx.lost === ctx.lost;
   const shapeSame = x.shape === x.shape && tensor.shape === tensor.shape;
@@ -361,6 +383,7 @@ def test_every_interface_member_and_arity_matches_the_spec_idl(
     assert out["navInfo"]["same"]
     if out["navInfo"]["installed"]:
         assert out["navInfo"]["accessor"] and out["navInfo"]["isPolyfill"]
+        assert out["navInfo"]["onPrototype"] == "TypeError"
     assert out["lostSame"] and out["shapeSame"]
 
 

@@ -56,6 +56,43 @@ async (implementation) => {
   obs['MLContext.createExportableTensor(), MLContext.exportToGPU()'] = [typeof ctx.createExportableTensor, typeof ctx.exportToGPU];
   obs['MLTensor.gpuDevice'] = 'gpuDevice' in tin;
   obs['int4 data type'] = ['input', 'constant', 'output'].map((k) => limits[k].dataTypes.includes('int4'));
+  const rb = new MLGraphBuilder(ctx);
+  const first = rb.input('input', {dataType: 'float32', shape: [2]});
+  let again = null;
+  const second = await attempt(() => { again = rb.input('input', {dataType: 'float32', shape: [2]}); });
+  obs['input(name, descriptor) with a name already used'] = [second, again
+    ? await attempt(async () => { await rb.build({y: rb.add(first, again)}); })
+    : 'not reached'];
+  // [10, 20] resampled to 5 columns: the source coordinate of the middle column is exactly 0.5
+  obs['resample2d nearest-neighbor ties'] = await attempt(async () => {
+    const gb = new MLGraphBuilder(ctx);
+    const y = gb.resample2d(gb.input('x', {dataType: 'float32', shape: [1, 1, 1, 2]}), {sizes: [1, 5]});
+    const g1 = await gb.build({y});
+    const ti = await ctx.createTensor({dataType: 'float32', shape: [1, 1, 1, 2], writable: true});
+    const to = await ctx.createTensor({dataType: 'float32', shape: [1, 1, 1, 5], readable: true});
+    ctx.writeTensor(ti, new Float32Array([10, 20]));
+    ctx.dispatch(g1, {x: ti}, {y: to});
+    return Array.from(new Float32Array(await ctx.readTensor(to)));
+  });
+  obs['MLOperandDescriptor without shape'] = [
+    await attempt(() => new MLGraphBuilder(ctx).input('x', {dataType: 'float16', dimensions: [1]})),
+    await attempt(() => ctx.createTensor({dataType: 'float32', dimensions: [1]}))];
+  const rank9 = {dataType: 'int8', shape: [1, 1, 1, 1, 1, 1, 1, 1, 1]};
+  obs['rank above rankRange.max'] = [limits.input.rankRange.max,
+    await attempt(() => new MLGraphBuilder(ctx).input('x', rank9)),
+    await attempt(() => new MLGraphBuilder(ctx).constant(rank9, new Int8Array(1))),
+    await attempt(() => ctx.createTensor(rank9))];
+  obs['int64 reductions'] = await attempt(async () => {
+    const gb = new MLGraphBuilder(ctx);
+    const x = gb.input('x', {dataType: 'int64', shape: [2]});
+    const g1 = await gb.build({s: gb.reduceSum(x), p: gb.reduceProduct(x)});
+    const ti = await ctx.createTensor({dataType: 'int64', shape: [2], writable: true});
+    const ts = await ctx.createTensor({dataType: 'int64', shape: [], readable: true});
+    const tp = await ctx.createTensor({dataType: 'int64', shape: [], readable: true});
+    ctx.writeTensor(ti, new BigInt64Array([2n ** 53n + 1n, 3n]));  // float64 holds neither 2^53 + 1 nor 3 * 2^53 + 3
+    ctx.dispatch(g1, {x: ti}, {s: ts, p: tp});
+    return Promise.all([ts, tp].map(async (t) => String(new BigInt64Array(await ctx.readTensor(t))[0])));
+  });
   ctx.destroy();
   return obs;
 }
@@ -79,6 +116,9 @@ EXPECTED: dict[str, tuple[Any, Any, Any]] = {
                                                                     ["undefined"] * 2),
     "MLTensor.gpuDevice": (True, True, False),
     "int4 data type": ([True] * 3, [False] * 3, [False] * 3),
+    "input(name, descriptor) with a name already used": (["ok", "TypeError"], ["ok", "TypeError"],
+                                                         ["TypeError", "not reached"]),
+    "resample2d nearest-neighbor ties": ([10, 10, 20, 20, 20], [10, 10, 10, 20, 20], [10, 10, 10, 20, 20]),
 }
 
 
@@ -86,6 +126,12 @@ EXPECTED: dict[str, tuple[Any, Any, Any]] = {
 SAME: dict[str, Any] = {
     # the draft's outputShapeRounding is read; the old name roundingType is an unknown member, ignored
     "MLPool2dOptions.outputShapeRounding": [ROUNDS_DOWN, ROUNDS_UP],
+    # shape is a required member; an earlier draft's dimensions is an unknown one
+    "MLOperandDescriptor without shape": ["TypeError", "TypeError"],
+    # rank 9 > opSupportLimits().input.rankRange.max: refused by input(), constant() and createTensor() themselves
+    "rank above rankRange.max": [8, "TypeError", "TypeError", "TypeError"],
+    # the draft lists int64 and uint64 for reduceSum and reduceProduct: exact past 2^53
+    "int64 reductions": [str(2**53 + 4), str(3 * 2**53 + 3)],
 }
 
 

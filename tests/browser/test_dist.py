@@ -41,7 +41,7 @@ RUN = """async () => {
   ctx.dispatch(graph, {x: xt}, {y: yt});
   const y = Array.from(new Float32Array(await ctx.readTensor(yt)));
   const snapshot = {...webnnPolyfill.bootTimings.snapshot, numpy: webnnPolyfill.bootTimings.numpySnapshot};
-  // both new snapshots are stored in the background (the page's and the worker's NumPy one): wait for them
+  // new snapshots are stored in the background (the package's two, or the one the worker made): wait for them
   // (in the Origin Private File System, else Cache Storage: polyfill/src/boot/snapstore.js; writes under way left out)
   const stored = async () => {
     let n = 0;
@@ -51,7 +51,8 @@ RUN = """async () => {
     } catch (e) {}
     return n + (await (await caches.open('webnn-polyfill-pyodide-snapshot')).keys()).length;
   };
-  for (let i = 0; snapshot.page === 'prebuilt' && i < 200 && await stored() < 2; i++) {
+  const want = snapshot.page === 'prebuilt' ? 2 : snapshot.worker === 'made' ? 1 : 0;
+  for (let i = 0; i < 200 && await stored() < want; i++) {
     await new Promise((r) => setTimeout(r, 50));
   }
   return {y, snapshot, wasm: webnnPolyfill.bootTimings.wasm, isolated: self.crossOriginIsolated, config: webnnPolyfill.config,
@@ -83,6 +84,14 @@ def dist_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """make dist's package, built without the precompressed siblings (the plain host would not send them)."""
     out = tmp_path_factory.mktemp("dist") / "dist"
     _make_dist().build(out, compress=False)
+    return out
+
+
+@pytest.fixture(scope="session")
+def snapshots_dist_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`make_dist.py --snapshots`: the package with the build's Pyodide snapshots."""
+    out = tmp_path_factory.mktemp("dist-snapshots") / "dist"
+    _make_dist().build(out, compress=False, snapshots=True)
     return out
 
 
@@ -138,21 +147,25 @@ def test_package_layout(dist_dir: Path) -> None:
     # and the hash follows the content: the worker's name is its sha256
     (worker,) = (dist_dir / "assets").glob("webnn-worker.*.js")
     assert worker.name == f"webnn-worker.{hashlib.sha256(worker.read_bytes()).hexdigest()[:16]}.js"
-    # the build's Pyodide snapshots (make snapshot), named in the entry script with their sha256
-    (snapshot,) = (dist_dir / "assets").glob("pyodide-snapshot.*.bin-gz")
-    (numpy_snapshot,) = (dist_dir / "assets").glob("pyodide-snapshot-numpy.*.bin-gz")
-    for path, name in ((snapshot, "pyodide-snapshot"), (numpy_snapshot, "pyodide-snapshot-numpy")):
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        assert path.name == f"{name}.{digest[:16]}.bin-gz"
-        assert digest in (dist_dir / "webnn-polyfill.js").read_text()
-    # and the npm package carries it (its "files" leave the precompressed *.gz / *.br siblings out)
+    # no memory snapshot by default: a first visit makes its own
+    assert not list((dist_dir / "assets").glob("pyodide-snapshot*"))
+    # the npm package carries the assets (its "files" leave the precompressed *.gz / *.br siblings out)
     packed = subprocess.run(["npm", "pack", "--dry-run", "--json"], cwd=dist_dir, capture_output=True, text=True,
                             timeout=120)
     assert packed.returncode == 0, packed.stderr[-2000:]
     listed = {f["path"] for f in json.loads(packed.stdout)[0]["files"]}
-    assert {f"assets/{snapshot.name}", f"assets/{numpy_snapshot.name}", f"assets/{worker.name}",
-            "webnn-polyfill.js"} <= listed
+    assert {f"assets/{worker.name}", "webnn-polyfill.js"} <= listed
     assert not any(p.endswith((".gz", ".br")) for p in listed)
+
+
+def test_package_with_snapshots(snapshots_dist_dir: Path) -> None:
+    # the build's Pyodide snapshots (make snapshot), named in the entry script with their sha256
+    (snapshot,) = (snapshots_dist_dir / "assets").glob("pyodide-snapshot.*.bin-gz")
+    (numpy_snapshot,) = (snapshots_dist_dir / "assets").glob("pyodide-snapshot-numpy.*.bin-gz")
+    for path, name in ((snapshot, "pyodide-snapshot"), (numpy_snapshot, "pyodide-snapshot-numpy")):
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        assert path.name == f"{name}.{digest[:16]}.bin-gz"
+        assert digest in (snapshots_dist_dir / "webnn-polyfill.js").read_text()
 
 
 def test_one_script_tag_from_another_origin_and_the_snapshot(browser: Any, cdn: StaticHost,
@@ -163,16 +176,35 @@ def test_one_script_tag_from_another_origin_and_the_snapshot(browser: Any, cdn: 
         assert first["config"]["workerURL"].startswith(cdn.url)
         assert first["config"]["pyodideURL"].startswith(cdn.url)
         assert first["stats"]["native"] == 1  # the wasm C kernels came with the package's core wheel
-        # the worker restores the package's NumPy snapshot and the page its bare one (from the CDN, their sha256
-        # checked); the page's origin keeps both in its Cache Storage (the worker, from a blob URL, has the page's
-        # origin), and the next visit starts from those
-        assert first["snapshot"] == {"page": "prebuilt", "worker": "prebuilt", "numpy": True}
+        # the worker starts CPython and snapshots it, the page restores that snapshot; the page's origin keeps it
+        # (the worker, from a blob URL, has the page's origin), and the next visit starts from it
+        assert first["snapshot"] == {"page": "handed", "worker": "made", "numpy": False}
         # the worker's compiled pyodide.asm.wasm, not compiled again (runtime.js handOverWhat)
         assert first["wasm"] == "handed"
         second = _visit(context, f"{site}one-tag.html")
-        assert second["snapshot"] == {"page": "loaded", "worker": "loaded", "numpy": True}
+        # (the page takes the worker's restored snapshot, or in Firefox reads the stored one itself)
+        assert second["snapshot"]["worker"] == "loaded" and second["snapshot"]["page"] in ("handed", "loaded")
+        assert second["snapshot"]["numpy"] is False
     finally:
         context.close()
+
+
+def test_the_package_snapshots_restore(browser: Any, snapshots_dist_dir: Path,
+                                       tmp_path_factory: pytest.TempPathFactory) -> None:
+    pages = tmp_path_factory.mktemp("site-snapshots")
+    with StaticHost(snapshots_dist_dir) as cdn:
+        (pages / "one-tag.html").write_text(ONE_TAG.format(assets=cdn.url))
+        with StaticHost(pages, host="localhost") as site:
+            context = browser.new_context()
+            try:
+                # the worker restores the package's NumPy snapshot and the page its bare one (from the CDN, their
+                # sha256 checked); the next visit starts from the stored copies
+                first = _visit(context, f"{site.url}one-tag.html")
+                assert first["snapshot"] == {"page": "prebuilt", "worker": "prebuilt", "numpy": True}
+                second = _visit(context, f"{site.url}one-tag.html")
+                assert second["snapshot"] == {"page": "loaded", "worker": "loaded", "numpy": True}
+            finally:
+                context.close()
 
 
 def test_data_base_and_the_module_entry(browser: Any, cdn: StaticHost, site: str) -> None:

@@ -360,7 +360,7 @@ def test_worker_revalidates_the_graph_it_is_sent() -> None:
 
 
 def test_worker_create_tensor_validates_the_descriptor() -> None:
-    with pytest.raises(WebNNTypeError, match=r"^createTensor: output dimension 0 of float32\[2, 0\] is not a valid"):
+    with pytest.raises(WebNNTypeError, match=r"^createTensor: dimension 0 of float32\[2, 0\] is not a valid"):
         WorkerHost().create_tensor(1, 1, {"dataType": "float32", "shape": [2, 0]}, readable=True, writable=True)
 
 

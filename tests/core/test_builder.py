@@ -35,10 +35,52 @@ def test_duplicate_input_name() -> None:
         b.input("x", desc(3))
 
 
+def test_duplicate_input_name_refused_at_build_when_both_feed_the_outputs() -> None:
+    """Chromium's rule (duplicate_names_at_build): input() accepts the name, build() names it."""
+    b = GraphBuilder(duplicate_names_at_build=True)
+    x1, x2 = b.input("x", desc(2)), b.input("x", desc(2))
+    y = b.add(x1, x2)
+    with pytest.raises(WebNNTypeError, match=r"^build: two inputs named 'x' feed the outputs"):
+        b.build({"y": y})
+    # only one of them reachable: it builds, under that name, and runs
+    b = GraphBuilder(duplicate_names_at_build=True)
+    b.input("x", desc(3))
+    used = b.input("x", desc(2))
+    g = b.build({"y": b.relu(used)})
+    assert g.inputs == {"x": used.id}
+    out = prepare(g).run({"x": np.array([-1, 2], np.float32)})["y"]
+    np.testing.assert_array_equal(out, [0, 2])
+    assert graph_from_json(g.to_json()).inputs == {"x": used.id}
+
+
+def test_rank_above_the_limit_is_refused_by_input_and_constant() -> None:
+    """"Check dimensions": rank 9 is more than opSupportLimits().input/constant rankRange.max (8)."""
+    nine = {"dataType": "int8", "shape": [1] * 9}
+    with pytest.raises(WebNNTypeError, match=r"^input 'x': int8\[1(, 1){8}\] has rank 9, more than the supported 8$"):
+        GraphBuilder().input("x", nine)
+    with pytest.raises(WebNNTypeError, match=r"^constant: .* has rank 9"):
+        GraphBuilder().constant(nine, np.zeros([1] * 9, np.int8))
+    assert GraphBuilder().input("x", {"dataType": "int8", "shape": [1] * 8}).shape == [1] * 8
+
+
+def test_check_dimensions_order() -> None:
+    """The draft's order: an invalid dimension before the rank, the rank before the element count."""
+    with pytest.raises(WebNNTypeError, match=r"dimension 0 of"):
+        GraphBuilder().input("x", {"dataType": "int8", "shape": [1] * 8 + [0]})
+    with pytest.raises(WebNNTypeError, match=r"has rank 9"):
+        GraphBuilder().input("x", {"dataType": "int8", "shape": [2**16] * 9})
+
+
+def test_shape_is_required() -> None:
+    """An earlier draft's `dimensions` is no member of MLOperandDescriptor: without `shape`, TypeError."""
+    with pytest.raises(WebNNTypeError, match=r"^input 'x': required member shape is missing$"):
+        GraphBuilder().input("x", {"dataType": "float16", "dimensions": [1]})
+
+
 @pytest.mark.parametrize("shape", [[0], [2, 0, 3], [2**31], [2**32 - 1], [2**32], [1, 2**32 + 5], [-1]])
 def test_invalid_dimensions(shape: list[int]) -> None:
     bad = next(d for d in shape if not 0 < d < 2**31)
-    with pytest.raises(WebNNTypeError, match=rf"^input 'x': output dimension {bad} of float32\[.*\] is not a valid "
+    with pytest.raises(WebNNTypeError, match=rf"^input 'x': dimension {bad} of float32\[.*\] is not a valid "
                                              rf"dimension \(1 \.\. 2147483647\)"):
         GraphBuilder().input("x", {"dataType": F32, "shape": shape})
 
@@ -57,7 +99,7 @@ def test_largest_dimension_is_the_largest_long() -> None:
 @pytest.mark.parametrize("shape", [[2**16, 2**15], [2**16, 2**16], [2**11, 2**11, 2**11], [65536, 65537]])
 def test_element_count_overflow(shape: list[int]) -> None:
     count = int(np.prod(shape, dtype=object))
-    with pytest.raises(WebNNTypeError, match=rf"^input 'x': output uint8\[.*\] has {count} elements, more than a "
+    with pytest.raises(WebNNTypeError, match=rf"^input 'x': uint8\[.*\] has {count} elements, more than a "
                                              rf"valid dimension \(2147483647\)"):
         GraphBuilder().input("x", {"dataType": "uint8", "shape": shape})
 

@@ -244,6 +244,21 @@ def test_resample2d_wpt_linear_and_ties():
     assert run("resample2d", np.zeros((1, 1, 10, 10), F32), scales=[0.7, 1.0]).shape == (1, 1, 6, 10)
 
 
+def test_resample2d_nearest_tie_follows_the_draft():
+    """[10, 20] to 5 columns: output column 2 maps to source coordinate 0.5 exactly.  The draft's ceil(c - 0.5)
+    takes column 0 ([10, 10, 10, 20, 20]); Chromium 153 rounds halves up ([10, 10, 20, 20, 20]).  WPT's
+    nearest-neighbor vectors are all at scale 2, where no coordinate is a tie and both rules agree (checked
+    here too), so the draft decides; docs/compatibility.md has the row."""
+    x = np.array([10, 20], F32).reshape(1, 1, 1, 2)
+    np.testing.assert_array_equal(run("resample2d", x, sizes=[1, 5]).ravel(), [10, 10, 10, 20, 20])
+    np.testing.assert_array_equal(run("resample2d", x.reshape(1, 1, 2, 1), sizes=[5, 1]).ravel(),
+                                  [10, 10, 10, 20, 20])
+    wpt = np.arange(6, dtype=F32).reshape(1, 1, 2, 3)
+    c = np.arange(6)
+    half_up = np.minimum(np.floor((c + 0.5) / 2), 2).astype(int)  # floor(c + 0.5) on the source coordinate
+    np.testing.assert_array_equal(run("resample2d", wpt, sizes=[4, 6])[0, 0, 0], wpt[0, 0, 0, half_up])
+
+
 # ------------------------------------------------------------------------------------------------ validation
 
 def d(shape, dtype="float32"):

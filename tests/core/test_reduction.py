@@ -4,18 +4,20 @@ https://www.w3.org/TR/webnn/#api-mlgraphbuilder-reduce"""
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
 import torch
 from helpers import assert_type_error, wpt_dir, wpt_json
 
+from py_core.bridge.limits import op_support_limits
 from py_core.builder import GraphBuilder, graph_from_json
 from py_core.runtime.executor import prepare
 
 F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
 FLOATS = [F32, F16]
-SUM_TYPES = FLOATS + [np.dtype(np.int32), np.dtype(np.uint32)]
+SUM_TYPES = FLOATS + [np.dtype(t) for t in (np.int32, np.uint32, np.int64, np.uint64)]
 ALL = FLOATS + [np.dtype(t) for t in (np.int32, np.uint32, np.int64, np.uint64, np.int8, np.uint8)]
 EPS32 = 2.0**-23
 SEEDS = range(4)
@@ -92,6 +94,31 @@ def reduce_oracle(op: str, x: np.ndarray, axes: list[int] | None, keep: bool, sh
     return from_torch(r, x.dtype).reshape(shape_out)
 
 
+INT_ORACLES = {
+    "reduceL1": lambda v: sum(abs(a) for a in v),
+    "reduceMax": max,
+    "reduceMin": min,
+    "reduceProduct": math.prod,
+    "reduceSum": sum,
+    "reduceSumSquare": lambda v: sum(a * a for a in v),
+}
+
+
+def int_oracle(op: str, x: np.ndarray, axes: list[int] | None, shape_out: tuple[int, ...]) -> np.ndarray:
+    """Integer reductions in Python ints (exact at any width), wrapped once into the input type."""
+    dims = list(range(x.ndim)) if axes is None else list(axes)
+    n = math.prod(x.shape[d] for d in dims)
+    rows = np.moveaxis(x, dims, list(range(x.ndim - len(dims), x.ndim))).reshape(-1, n)
+    bits = x.dtype.itemsize * 8
+    signed = x.dtype.kind == "i"
+
+    def wrap(v: int) -> int:
+        v %= 1 << bits
+        return v - (1 << bits) if signed and v >= 1 << (bits - 1) else v
+
+    return np.array([wrap(INT_ORACLES[op](row.tolist())) for row in rows], x.dtype).reshape(shape_out)
+
+
 def expected_shape(shape: tuple[int, ...], axes: list[int] | None, keep: bool) -> tuple[int, ...]:
     axes = list(range(len(shape))) if axes is None else axes
     return tuple(1 if i in axes else d for i, d in enumerate(shape)) if keep else \
@@ -142,12 +169,13 @@ def test_reduce_random(op: str, dtype: np.dtype, seed: int) -> None:
     got = run(op, x, axes=axes, keepDimensions=keep if seed % 2 else (keep or None))
     shape_out = expected_shape(shape, axes, keep)
     assert got.dtype == dtype and got.shape == shape_out
-    ref = reduce_oracle(op, x, axes, keep, shape_out)
     if dtype.kind == "f":
+        ref = reduce_oracle(op, x, axes, keep, shape_out)
         n = int(np.prod([shape[a] for a in (range(len(shape)) if axes is None else axes)]))
         assert_close(op, got, ref, x.astype(np.float64), axes, keep, n)
     else:
-        np.testing.assert_array_equal(got, ref)  # integers: exact, wrapping in the input type
+        # integers: exact, wrapping in the input type, against Python ints (no float64 round trip)
+        np.testing.assert_array_equal(got, int_oracle(op, x, axes, shape_out))
 
 
 def test_reduce_empty_axes_is_elementwise() -> None:
@@ -174,6 +202,22 @@ def test_reduce_integer_wraparound_and_64bit_exact() -> None:
     assert run("reduceMax", i64) == 2**63 - 1 and run("reduceMin", i64) == -(2**63)
     u64 = np.array([2**64 - 1, 2**64 - 2, 0], np.uint64)
     assert run("reduceMax", u64) == np.uint64(2**64 - 1) and run("reduceMin", u64[:2]) == np.uint64(2**64 - 2)
+
+
+@pytest.mark.parametrize("op", ["reduceL1", "reduceProduct", "reduceSum", "reduceSumSquare"])
+def test_sum_like_reductions_are_exact_past_2_to_53_in_64_bits(op: str) -> None:
+    """int64 / uint64 sums and products stay integers: 2^53 + 1 (which float64 rounds to 2^53) and values near
+    2^63 and 2^64 come out exact, wrapping modulo 2^64."""
+    cases = [np.array([[2**53, 1], [2**62, 2**62 - 1], [-(2**63), -1]], np.int64),
+             np.array([[2**53, 1], [2**63, 2**63 - 1], [2**64 - 1, 2]], np.uint64),
+             np.array([[3037000499, 3037000499], [2**31 + 1, 2**32 - 1], [1, 2**53 + 1]], np.uint64)]
+    for x in cases:
+        got = run(op, x, axes=[1])
+        assert got.dtype == x.dtype
+        np.testing.assert_array_equal(got, int_oracle(op, x, [1], (3,)))
+    assert run("reduceSum", np.array([2**53, 1], np.int64)) == 2**53 + 1
+    assert {"int64", "uint64"} <= set(op_support_limits()[op]["input"]["dataTypes"])
+    assert run("reduceProduct", np.array([2**32 + 1, 2**32 - 1], np.uint64)) == np.uint64(2**64 - 1)
 
 
 def test_reduce_nan_inf() -> None:

@@ -3,7 +3,7 @@
 // the script tag (or WEBNN_POLYFILL_CONFIG.strict) gives the draft's behaviour instead.  Every switch here is a
 // row of docs/compatibility.md, and tests/browser/test_compat.py checks each row in both modes.
 
-import {graphState, stateOf} from './internal.js';
+import {attributeGetter, graphState, stateOf} from './internal.js';
 
 let strict = false;
 
@@ -28,7 +28,7 @@ export function applyMode(classes, strictMode) {
   // MLGraph.devices: the devices the graph runs on, as Chromium exposes it (a proposal of the device selection
   // explainer, not in the draft's IDL); LiteRT.js's WebNN delegate reads it.  The polyfill runs on the CPU.
   Object.defineProperty(MLGraph.prototype, 'devices', {
-    get: {devices() { stateOf(graphState, this, 'MLGraph.devices'); return Object.freeze(['cpu']); }}.devices,
+    get: attributeGetter('devices', (self) => { stateOf(graphState, self, 'MLGraph.devices'); return Object.freeze(['cpu']); }),
     enumerable: true, configurable: true,
   });
 }

@@ -153,13 +153,15 @@ class ContextCore {
     return t;
   }
 
-  /** Check a descriptor against the limits for `kind` ("input" or "constant") and the spec's dimensions. */
+  /** Check a descriptor against opSupportLimits()[kind] ("input" or "constant": its data types, its rankRange)
+   *  and the draft's "check dimensions". */
   checkDescriptor(desc, where, kind) {
     const limits = this.runtime.limits;
     if (!limits[kind].dataTypes.includes(desc.dataType)) {
       throw new TypeError(`${where}: data type ${desc.dataType} is not supported`);
     }
-    checkDimensions(desc, where, limits.maxTensorByteLength, BYTES_PER_ELEMENT[desc.dataType]);
+    checkDimensions(desc, where, limits[kind].rankRange.max, limits.maxTensorByteLength,
+      BYTES_PER_ELEMENT[desc.dataType]);
   }
 
   /** "Validate tensors with descriptors" for dispatch().  https://www.w3.org/TR/webnn/#validate-tensors-with-descriptors */
@@ -406,8 +408,15 @@ export class MLContext {
     stateOf(contextState, this, 'MLContext.destroy').destroy();
   }
 
-  /** A promise resolved with MLContextLostInfo when the context is lost.  https://www.w3.org/TR/webnn/#dom-mlcontext-lost */
-  get lost() { return stateOf(contextState, this, 'MLContext.lost').lostPromise; }
+  /** A promise resolved with MLContextLostInfo when the context is lost; a promise-typed attribute, so another
+   *  `this` gives a rejected promise, not a throw.  https://www.w3.org/TR/webnn/#dom-mlcontext-lost */
+  get lost() {
+    try {
+      return stateOf(contextState, this, 'MLContext.lost').lostPromise;
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
 
   /** The polyfill runs every graph on the CPU, in a worker: never accelerated.  Strict mode only (compat.js). */
   get accelerated() { stateOf(contextState, this, 'MLContext.accelerated'); return false; }

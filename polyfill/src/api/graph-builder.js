@@ -11,6 +11,7 @@ import {
   builderState, contextState, defineInterface, foreignHint, operandState, stateOf, tensorState,
 } from './internal.js';
 import {makeOperand} from './operand.js';
+import {isStrict} from './compat.js';
 
 export const OPERATOR_NAMES = OPS.map((op) => op.name);
 
@@ -89,7 +90,8 @@ export class MLGraphBuilder {
       throw new TypeError(`MLGraphBuilder: the argument is not an MLContext${foreignHint(context, 'MLContext', contextState)}`);
     }
     if (core.lost) throw new DOMException('MLGraphBuilder: the MLContext is lost', 'InvalidStateError');
-    const bid = core.runtime.call('new_builder');
+    // Chromium accepts a repeated input name at input() and refuses it at build(); the draft refuses it at input()
+    const bid = core.runtime.call('new_builder', !isStrict());
     builderState.set(this, {
       core, context, runtime: core.runtime, bid, constants: new Map(), constantTensors: new Map(), built: false,
     });
@@ -121,6 +123,8 @@ export class MLGraphBuilder {
       const desc = toOperandDescriptor(a, `${where}: descriptor`);
       checkBufferSource(b, `${where}: buffer`);
       checkCanBuild(s, where);
+      // the draft's order: "check dimensions" before "validate buffer with descriptor"
+      s.core.checkDescriptor(desc, where, 'constant');
       const bytes = copyFor(b, desc, `${where}: buffer`);
       const out = s.runtime.call('constant', s.bid, desc);
       s.constants.set(out.id, bytes);
@@ -193,4 +197,4 @@ for (const spec of OPS) {
 defineInterface(MLGraphBuilder, 'MLGraphBuilder', {
   input: 2, constant: 1, build: 1,
   ...Object.fromEntries(OPS.map((op) => [op.name, op.params.filter((p) => p.required).length])),
-});
+}, 1);

@@ -151,14 +151,15 @@ export function convertValue(param, v, where) {
   }
 }
 
-/** MLOperandDescriptor {dataType, shape}; the legacy `dimensions` member is accepted too. */
+/** MLOperandDescriptor {dataType, shape}: both required (an earlier draft's `dimensions` is an unknown member, as in
+ *  Chromium).  https://www.w3.org/TR/webnn/#dictdef-mloperanddescriptor */
 export function toOperandDescriptor(v, where) {
   const d = toDictionary(v, where);
   const rawType = d.dataType;
-  if (rawType === undefined) fail(where, "the descriptor's dataType is required");
+  if (rawType === undefined) fail(where, 'required member dataType is missing');
   const dataType = toEnum(rawType, `${where}.dataType`, DATA_TYPES, 'MLOperandDataType');
-  const rawShape = d.shape !== undefined ? d.shape : d.dimensions;
-  if (rawShape === undefined) fail(where, "the descriptor's shape is required");
+  const rawShape = d.shape;
+  if (rawShape === undefined) fail(where, 'required member shape is missing');
   const shape = toSequence(rawShape, `${where}.shape`, toUnsignedLong);
   return {dataType, shape};
 }
@@ -172,14 +173,14 @@ export function toTensorDescriptor(v, where) {
 
 /**
  * "Check dimensions", in the draft's order: every dimension a valid dimension (1 .. 2^31-1), the rank within
- * what is supported, the element count a valid dimension too, then the byte length within the limit.
- * https://webmachinelearning.github.io/webnn/#mloperanddescriptor-check-dimensions
+ * what is supported (`maxRank`, opSupportLimits' rankRange.max), the element count a valid dimension too, then
+ * the byte length within the limit.  https://webmachinelearning.github.io/webnn/#mloperanddescriptor-check-dimensions
  */
-export function checkDimensions(desc, where, maxByteLength, bytesPerElement) {
+export function checkDimensions(desc, where, maxRank, maxByteLength, bytesPerElement) {
   for (const d of desc.shape) {
     if (d < 1 || d > MAX_DIMENSION) fail(where, `dimension ${d} in shape [${desc.shape}] is not a valid dimension`);
   }
-  if (desc.shape.length > 8) fail(where, `rank ${desc.shape.length} is more than the supported 8`);
+  if (desc.shape.length > maxRank) fail(where, `rank ${desc.shape.length} is more than the supported ${maxRank}`);
   const count = desc.shape.reduce((a, b) => a * b, 1);
   if (count > MAX_DIMENSION) {
     fail(where, `${desc.dataType}[${desc.shape}] has ${count} elements, more than a valid dimension (${MAX_DIMENSION})`);

@@ -20,11 +20,16 @@ export function stateOf(map, self, where) {
   return s;
 }
 
+/** A WebIDL attribute getter: a function named `get <name>`, of length 0, running `body` with `this`. */
+export function attributeGetter(name, body) {
+  return Object.getOwnPropertyDescriptor({get [name]() { return body(this); }}, name).get;
+}
+
 /** Define read-only accessors on a prototype, reading from a state WeakMap. */
 export function defineGetters(cls, map, getters) {
   for (const [name, fn] of Object.entries(getters)) {
     Object.defineProperty(cls.prototype, name, {
-      get: {[name]() { return fn(stateOf(map, this, `${cls.name}.${name}`)); }}[name],
+      get: attributeGetter(name, (self) => fn(stateOf(map, self, `${cls.name}.${name}`))),
       enumerable: true,
       configurable: true,
     });
@@ -34,10 +39,13 @@ export function defineGetters(cls, map, getters) {
 /**
  * Give a class the property shape WebIDL gives an interface: enumerable operations and attributes,
  * each operation's `length` its required argument count (the shortest overload), @@toStringTag, a
- * stable `name` even after bundling.  `lengths` maps operation names to their required counts.
+ * stable `name` even after bundling, and the interface object's `length`: its constructor's required
+ * argument count, 0 for an interface without a constructor (whose JS constructor takes private arguments).
+ * `lengths` maps operation names to their required counts.  https://webidl.spec.whatwg.org/#es-interface-call
  */
-export function defineInterface(cls, name, lengths = {}) {
+export function defineInterface(cls, name, lengths = {}, constructorLength = 0) {
   Object.defineProperty(cls, 'name', {value: name});
+  Object.defineProperty(cls, 'length', {value: constructorLength});
   const proto = cls.prototype;
   for (const key of Object.getOwnPropertyNames(proto)) {
     if (key === 'constructor') continue;
