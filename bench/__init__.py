@@ -5,7 +5,7 @@ writes a report.  Manual: docs/bench.md.
     cases/      what runs: WPT vectors, graph files, TFLite models, models through real clients (select.py)
     targets/    where it runs: a Target and the Session interface; playwright.py (local and run-server), probe.py
     run/        the comparison: planning and running items (runner.py), the CPython reference, the comparisons
-    perf/       the performance bench (`make bench`) and its modes: startup, soak, dispatch, transfer, models
+    perf/       the performance bench (`make bench`) and its modes: startup, soak, dispatch, network, models
     report/     report.html of a run, and /reports/ on the dev server
     pages/      the pages the browsers open (/bench/, /perf/, /clients/) and the routes serving them
     results.py  the run directory: run.json, results.jsonl; the same model whichever target ran the cases

@@ -9,7 +9,7 @@ python -m bench perf [--browsers chromium,firefox,webkit] [--cases mobilenetv2,m
                      [--memory-runs 1000] [--skip-startup] [--skip-node] [--skip-transfer] [--out reports]
 python -m bench report RUN_DIR
 python -m bench list [--out reports]
-python -m bench startup|soak|dispatch|transfer|models|memory [--help | OPTIONS]
+python -m bench startup|soak|dispatch|network|models|memory [--help | OPTIONS]
 
 `perf` is `make bench` (bench/perf/run.py): the polyfill against onnxruntime-web in the same page, startup,
 LiteRT, the executor under Node; its run directory sits beside the comparison runs and is listed with them.
@@ -42,7 +42,7 @@ MODES = {
     "startup": ("bench.perf.startup", "start-up by stage, page variants interleaved round by round"),
     "soak": ("bench.perf.soak", "10,000 dispatches over mixed graphs: memory flat, context never lost"),
     "dispatch": ("bench.perf.dispatch", "the small-op cases alone, or against other worker switches"),
-    "transfer": ("bench.perf.transfer", "what a first visit downloads from make dist's package"),
+    "network": ("bench.perf.network", "cold and warm start-up from make dist's package over network profiles"),
     "models": ("bench.perf.models", "write the perf bench's graphs (build/bench-models)"),
     "memory": ("bench.perf.memory", "the memory a page pays: blank, the context, MobileNetV2 against ORT's WASM EP"),
 }
@@ -236,7 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from bench.perf import run as perf
 
     perf_mode = sub.add_parser("perf", help="the performance bench (make bench): ratios to onnxruntime-web, "
-                               "kernels, startup, LiteRT, Node, memory, transfer")
+                               "kernels, startup, network profiles, page memory, LiteRT, Node")
     perf.add_arguments(perf_mode)
     perf_mode.set_defaults(func=perf.cmd_perf)
     report = sub.add_parser("report", help="(re)build a run directory's report.html")

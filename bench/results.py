@@ -9,7 +9,7 @@
 
 A perf run (`make bench`, bench/perf/run.py) is the same directory with run.json "kind": "perf" and a
 "schema" version; its result lines carry `metrics` (ratios to the peers measured in the same page), and
-"measure" lines hold what is not a case (startup, LiteRT, the executor under Node, the first visit's transfer).
+"measure" lines hold what is not a case (startup, LiteRT, the executor under Node, start-up over network profiles).
 
 Writers from several processes (pytest-xdist workers) append to their own results.<worker>.jsonl; the
 controller merges them into results.jsonl when the run ends.  Standard library + NumPy only.

@@ -1,6 +1,6 @@
 """The performance bench (`make bench`, `python -m bench perf`): the polyfill next to onnxruntime-web
 (WASM, 1 and 2 threads) in one page per browser, the gallery's TFLite models against native LiteRT, startup,
-the first visit's transfer, the memory a page pays (bench/perf/memory.py), the executor under Node and its
+start-up over network profiles, the memory a page pays (bench/perf/memory.py), the executor under Node and its
 memory.  A mode of the comparison bench: the same
 dev server (bench.targets.playwright.dev_server), browser sessions and probe (webnnBench.probe in the /perf/ page), and
 the same run directory (bench.results) under reports/, listed at /reports/, with bench/report/perf.py's
@@ -17,7 +17,8 @@ In the run directory (results model: bench/results.py, run.json "kind": "perf", 
   "2-threads"); timings.median_ms / min_ms / runs / times_ms; metrics: the polyfill's ratios to each peer and its
   agreement with onnxruntime-web, the graph's build times;
 - "measure" lines for what is not a case: startup (cold/warm per browser), worker (engine state), litert, node
-  (executor overhead and memory), transfer, memory (bench/perf/memory.py).
+  (executor overhead and memory), network (cold and warm start-up over network profiles), memory
+  (bench/perf/memory.py).
 
 Adding a case: bench/perf/models.py writes its graph (and, for a peer, an ONNX file) into the index; a row in
 CASES below says how to time it (group, repetitions, extra options for perf.run).  A case in the index without a
@@ -43,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import results as res
-from bench.perf import dispatch, memory, transfer
+from bench.perf import dispatch, memory, network
 from bench.perf import models as bench_models
 from bench.perf.schema import PERF_SCHEMA, POLYFILL, impl_of, page_name
 from bench.perf.settle import settle
@@ -52,7 +53,8 @@ from bench.server import dev_server
 from bench.targets import BrowserUnavailable, Target, local_target
 from bench.targets.playwright import BrowserSession
 from bench.targets.webdriver import WebDriverSession
-from web.browsers import playwright_has, webkit_over_webdriver
+from web.browsers import webkit_over_webdriver
+from web.network_profile import parse_profile
 from web.settings import Settings
 from web.webdriver import WebDriverPage, webkitgtk_session
 
@@ -205,6 +207,8 @@ class PerfOptions:
     skip_startup: bool = False
     skip_node: bool = False
     skip_transfer: bool = False
+    network_profiles: str = network.DEFAULT_PROFILES
+    network_rounds: int = 1
     skip_litert: bool = False
     skip_memory: bool = False
     regen: bool = False
@@ -491,13 +495,14 @@ def run(opts: PerfOptions, out: Path, command: str) -> Path:
             finally:
                 session.close()
         if not opts.skip_transfer:
-            log("first visit's transfer from make dist's package (bench/perf/transfer.py)")
-            browsers = [t.browser for t in targets if not t.remote and t.id in ("chromium", "firefox", "webkit")
-                        and playwright_has(getattr(pw, t.browser))]
+            log(f"start-up over {opts.network_profiles} from make dist's package (bench/perf/network.py)")
+            browsers = [t.browser for t in targets if not t.remote and t.id in ("chromium", "firefox", "webkit")]
             try:
-                writer.measure("transfer", "", transfer.measure(pw, browsers, repo_root / "dist"))
+                profiles = [parse_profile(p) for p in opts.network_profiles.split(",") if p]
+                writer.measure("network", "", network.measure(pw, browsers, repo_root / "dist", profiles,
+                                                              opts.network_rounds, log))
             except (Exception, SystemExit) as e:  # noqa: BLE001 - no dist/ is a reported state
-                writer.measure("transfer", "", {"error": _error_text(e)})
+                writer.measure("network", "", {"error": _error_text(e)})
         if not opts.skip_memory:
             log("the memory a page pays, a browser per scenario (bench/perf/memory.py)")
             writer.measure("memory", "", memory.measure(pw, [t.browser for t in targets if not t.remote], base,
@@ -533,7 +538,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory-runs", type=int, default=1000, help="MobileNetV2 runs under Node (memory)")
     p.add_argument("--skip-startup", action="store_true")
     p.add_argument("--skip-node", action="store_true")
-    p.add_argument("--skip-transfer", action="store_true", help="skip the first visit's transfer from dist/")
+    p.add_argument("--skip-transfer", action="store_true",
+                   help="skip cold and warm start-up from dist/ over network profiles (python -m bench network)")
+    p.add_argument("--network-profiles", default=network.DEFAULT_PROFILES,
+                   help=f"the network bench's profiles (default {network.DEFAULT_PROFILES}; RATE-RTT accepted)")
+    p.add_argument("--network-rounds", type=int, default=1, help="the network bench's rounds (median)")
     p.add_argument("--skip-litert", action="store_true", help="skip native LiteRT on the TFLite models")
     p.add_argument("--skip-memory", action="store_true", help="skip the memory a page pays (bench/perf/memory.py)")
     p.add_argument("--regen", action="store_true", help="regenerate the benchmark graphs")
@@ -548,6 +557,7 @@ def cmd_perf(args: argparse.Namespace) -> int:
         browsers=[b for b in args.browsers.split(",") if b], cases=[c for c in args.cases.split(",") if c],
         reps=args.reps, seconds=args.seconds, baseline=args.baseline, memory_runs=args.memory_runs,
         skip_startup=args.skip_startup, skip_node=args.skip_node, skip_transfer=args.skip_transfer,
+        network_profiles=args.network_profiles, network_rounds=args.network_rounds,
         skip_litert=args.skip_litert, skip_memory=args.skip_memory, regen=args.regen, headed=args.headed)
     out = Path(args.out or Settings.from_env().reports_dir)
     command = "python -m bench " + shlex.join(getattr(args, "argv", ["perf"]))

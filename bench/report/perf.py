@@ -1,6 +1,6 @@
 """The self-contained HTML report of a perf run (bench/perf/run.py): the polyfill's ratios to onnxruntime-web
 per case and browser, kernel and model times, startup broken down, the TFLite models against native LiteRT, the
-executor under Node and its memory, the first visit's transfer; charts from bench/report/svg.py, inline CSS only.
+executor under Node and its memory, start-up over network profiles; charts from bench/report/svg.py, inline CSS only.
 Also the text summary `make bench` prints.
 
     python -m bench report RUN_DIR      (re)builds RUN_DIR/report.html (a perf run's, by run.json's kind)
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import results as res
-from bench.perf import dispatch, memory, transfer
+from bench.perf import dispatch, memory, network
 from bench.perf.schema import GROUPS, PERF_SCHEMA, POLYFILL, page_name
 from bench.report import svg
 from bench.report.html import CSS, escape
@@ -85,8 +85,8 @@ def _small_ops_lines(data: Mapping[str, Any]) -> list[str]:
     return list(dispatch.summary(dict(data)))
 
 
-def _transfer_lines(data: Mapping[str, Any]) -> list[str]:
-    return list(transfer.summary(dict(data)))
+def _network_lines(data: Mapping[str, Any]) -> list[str]:
+    return list(network.summary(dict(data)))
 
 
 def summary_lines(meta: Mapping[str, Any], probes: Sequence[Mapping[str, Any]], results: Sequence[Result],
@@ -169,12 +169,12 @@ def summary_lines(meta: Mapping[str, Any], probes: Sequence[Mapping[str, Any]], 
                          f"{mem.get('heapEndMB'):.0f} MB, peak {mem.get('peakMB'):.1f} MB vs budget 3 x weights "
                          f"{mem.get('weightsMB'):.1f} MB + largest live activations {mem.get('liveMB'):.1f} MB = "
                          f"{mem.get('budgetMB'):.1f} MB; run {mem.get('medianMs'):.0f} ms")
-    for m in _measures(measures, "transfer"):
+    for m in _measures(measures, "network"):
         t = m["data"]
         if "error" in t:
-            lines.append(f"\n== first visit's transfer: ERROR {t['error']}")
+            lines.append(f"\n== start-up over network profiles: ERROR {t['error']}")
             continue
-        lines += _transfer_lines(t)
+        lines += _network_lines(t)
     for m in _measures(measures, "memory"):
         lines += memory.summary(dict(m["data"]))
     return lines
@@ -340,8 +340,37 @@ def _litert(results: Sequence[Result], targets: Sequence[str], measures: Sequenc
     return "\n".join(out)
 
 
-def _node_and_transfer(measures: Sequence[Mapping[str, Any]]) -> str:
-    out = ['<h2 id="node">The executor under Node, memory, first visit</h2>']
+def _network_table(t: Mapping[str, Any]) -> str:
+    """Start-up over network profiles: a row per profile, browser and visit, with its targets."""
+    if "error" in t:
+        return f"<p>Start-up over network profiles not measured: <code>{escape(t['error'])}</code></p>"
+    out = [f"<p>Start-up over network profiles from make dist's package (dist/ {float(t['dist']['filesMB']):.1f} MB, "
+           f"{float(t['dist']['withSiblingsMB']):.1f} MB with .br/.gz), navigation start to a relu's result, median "
+           f"of {escape(t['rounds'])} round(s):</p>",
+           "<table><tr><th>profile</th><th>browser</th><th>visit</th><th>ms</th><th>target ms</th><th>MB</th>"
+           "<th>requests</th><th>304</th><th>connections</th><th>holds</th></tr>"]
+    for name, p in t["profiles"].items():
+        for browser, entry in p["browsers"].items():
+            if "error" in entry and not entry["cold"]:
+                out.append(f"<tr><td>{escape(name)}</td><td>{escape(browser)}</td>"
+                           f"<td colspan=8><code>{escape(entry['error'][:800])}</code></td></tr>")
+                continue
+            for label in ("cold", "warm"):
+                if not entry[label]:
+                    continue
+                x = network.medians(entry[label])
+                budget = network.target_ms(name, browser, label)
+                out.append(f"<tr><td>{escape(name)}</td><td>{escape(browser)}</td><td>{label}</td>"
+                           f"<td>{x['ms']:.0f}</td><td>{'' if budget is None else f'{budget:.0f}'}</td>"
+                           f"<td>{x['bytes'] / 1e6:.2f}</td><td>{x['requests']:.0f}</td><td>{x['notModified']:.0f}"
+                           f"</td><td>{x['connections']:.0f}</td>"
+                           f"<td>{escape(network.verdict(name, browser, label, x))}</td></tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def _node_and_network(measures: Sequence[Mapping[str, Any]]) -> str:
+    out = ['<h2 id="node">The executor under Node, memory, start-up over network profiles</h2>']
     for m in _measures(measures, "node"):
         node = m["data"]
         if "error" in node:
@@ -359,20 +388,8 @@ def _node_and_transfer(measures: Sequence[Mapping[str, Any]]) -> str:
                 f"{_fmt(mem.get('heapEndMB'))}</td><td>{_fmt(mem.get('peakMB'))}</td>"
                 f"<td>{_fmt(mem.get('budgetMB'))}</td><td>{_fmt(mem.get('medianMs'))}</td></tr></table>"
             )
-    for m in _measures(measures, "transfer"):
-        t = m["data"]
-        if "error" in t:
-            out.append(f"<p>First visit's transfer not measured: <code>{escape(t['error'])}</code></p>")
-            continue
-        out.append(f"<p>First visit from make dist's package (dist/ {float(t['dist']['filesMB']):.1f} MB, "
-                   f"{float(t['dist']['withSiblingsMB']):.1f} MB with .br/.gz):</p>")
-        out.append("<table><tr><th>browser</th><th>host</th><th>MB</th><th>requests</th><th>encodings</th></tr>")
-        for name, r in t["browsers"].items():
-            for label in ("compressed", "uncompressed"):
-                x = r[label]
-                out.append(f"<tr><td>{escape(name)}</td><td>{label}</td><td>{x['bytes'] / 1e6:.2f}</td>"
-                           f"<td>{escape(x['requests'])}</td><td>{escape(', '.join(x['encodings']))}</td></tr>")
-        out.append("</table>")
+    for m in _measures(measures, "network"):
+        out.append(_network_table(m["data"]))
     if len(out) == 1:
         out.append("<p>Not measured in this run (--skip-node, --skip-transfer).</p>")
     return "\n".join(out)
@@ -453,7 +470,7 @@ def render(meta: Mapping[str, Any], probes: Sequence[Mapping[str, Any]], results
     targets = _targets(probes, results)
     nav = " · ".join(f'<a href="#{a}">{t}</a>' for a, t in (
         ("ratios", "ratios"), ("kernels", "kernels and models"), ("startup", "startup"), ("tflite", "TFLite"),
-        ("node", "Node, memory, transfer"), ("memory", "page memory"), ("environment", "environment"),
+        ("node", "Node, memory, network"), ("memory", "page memory"), ("environment", "environment"),
         ("summary", "text summary")))
     text = "\n".join(summary_lines(meta, probes, results, measures))
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
@@ -466,7 +483,7 @@ def render(meta: Mapping[str, Any], probes: Sequence[Mapping[str, Any]], results
 {_times(results, targets)}
 {_startup(measures)}
 {_litert(results, targets, measures)}
-{_node_and_transfer(measures)}
+{_node_and_network(measures)}
 {_memory(measures)}
 {_environment(meta, probes, results, measures)}
 <h2 id="summary">Text summary</h2><details><summary>as printed by make bench</summary><pre>{escape(text)}</pre>

@@ -1,7 +1,7 @@
 """`make bench` is a mode of the bench (`python -m bench perf`, bench/perf/run.py): a real run in Chromium on
 one small kernel through its command line, whose run directory follows the results model, whose
 report draws ratios and times as inline SVG, and which /reports/ lists beside the comparison runs.  The report's
-startup, LiteRT, Node and transfer sections are checked on measure lines written here, without a browser."""
+startup, LiteRT, Node and network sections are checked on measure lines written here, without a browser."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ STARTUP = {
 
 
 def test_report_sections_from_measure_lines(tmp_path: Path) -> None:
-    """Startup as a stacked bar per browser and visit, LiteRT, Node and transfer tables, problems listed."""
+    """Startup as a stacked bar per browser and visit, LiteRT, Node and network tables, problems listed."""
     run_dir = tmp_path / "20260101-000000-perf"
     results.write_meta(run_dir, {"kind": "perf", "schema": perf.PERF_SCHEMA, "started": "then", "command": "x"})
     w = results.RunWriter(run_dir)
@@ -119,7 +119,7 @@ def test_report_sections_from_measure_lines(tmp_path: Path) -> None:
     w.measure("node", "node", {"overheadUsPerOp": 6.2, "chain500Ms": 3.1, "chain1Ms": 0.05, "memory": {
         "runs": 3, "currentStartMB": 10.0, "currentEndMB": 10.1, "heapStartMB": 60, "heapEndMB": 60,
         "peakMB": 21.1, "weightsMB": 14.0, "liveMB": 5.9, "budgetMB": 47.9, "medianMs": 300}})
-    w.measure("transfer", "", {"error": "SystemExit: transfer: no package in dist: run make dist"})
+    w.measure("network", "", {"error": "SystemExit: network: no package in dist: run make dist"})
     w.measure("memory", "", {"chromium": _memory_result(), "firefox": {"error": "firefox: not installed here"}})
     perf_report.write_report(run_dir, {"finished": "now"})
     html = (run_dir / "report.html").read_text()
