@@ -35,16 +35,6 @@ function handOver(port, {snapshot, snapshotBytes = null, wasmModule = null}) {
   // to read the module on the page when the port is closed right after the post: a messageerror)
 }
 
-/**
- * Pyodide keeps its load options for its life (its API.config), the `_loadSnapshot` promise among them, and so
- * the bytes of the snapshot it restored (30 MB with NumPy): once restored they have no use.  The page's Pyodide
- * (runtime/runtime.js) does the same.
- */
-function dropLoadOptions(py) {
-  const loadOptions = py && py._api && py._api.config;
-  if (loadOptions && loadOptions._loadSnapshot) loadOptions._loadSnapshot = undefined;
-}
-
 /** The environment the worker URL's switches give the core (its compiler, C kernels, compiled plan). */
 function coreEnvironment(switches) {
   const env = {};
@@ -104,7 +94,6 @@ export async function startEngine(msg, {switches, progress, boot}) {
       progress('worker-runtime', 'Pyodide started in the worker');
     }});
   const pyodide = booted.py;
-  dropLoadOptions(pyodide);
   if (booted.numpySnapshot) {
     // a duration and a count, not times since the start
     const {ms, precompiled, at = {}} = lastRelink() || {};

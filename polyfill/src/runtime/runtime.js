@@ -123,10 +123,6 @@ export class Runtime {
     this.timings.wheels = {...this.timings.wheels, page: wheels};
     this.timings.wasm = handed.module ? 'handed' : 'compiled';  // the page's pyodide.asm.wasm: the worker's, or its own
     this.pageHeap = py._module;  // for pageHeapBytes()
-    // Pyodide keeps its load options for its life, the restored snapshot's 21 MB among them (the `_loadSnapshot`
-    // promise): no use once restored (the worker's engine/start.js drops its own alike)
-    const loadOptions = py._api && py._api.config;
-    if (loadOptions && loadOptions._loadSnapshot) loadOptions._loadSnapshot = undefined;
     const mod = py.pyimport('py_core.bridge.builder_host');
     this.host = mod.HOST;
     this.callJson = this.host.call_json;
