@@ -208,7 +208,8 @@ async function restore(loadPyodide, options, bytes, {numpy = false} = {}) {
   const py = await loadPyodide({...options, _loadSnapshot: checked});
   // Pyodide keeps its load options for its life (API.config), the `_loadSnapshot` promise among them, and so the
   // bytes it restored (21 MB, 30 MB with NumPy): no use once restored
-  if (py._api && py._api.config) py._api.config._loadSnapshot = undefined;
+  const loadOptions = py._api && py._api.config;
+  if (loadOptions) loadOptions._loadSnapshot = undefined;
   // each restore of one snapshot would draw the same `random` numbers: seed it again from the browser's entropy
   // (os.urandom), as CPython's start did (Pyodide 0.27 imports it at start-up)
   if (py.runPython('import sys\nif "random" in sys.modules: sys.modules["random"].seed()\n1 + 1') !== 2) {
