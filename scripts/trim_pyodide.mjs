@@ -67,14 +67,14 @@ function readMeta() {
   }
 }
 
-function inputsOf(src, numpyFile, named) {
+// what the cut build is made from, but what the core imports (SCAN below: `imports`, added once known)
+function inputsOf(src, numpyFile) {
   return {
     format: String(FORMAT),
     pyodide: PYODIDE_VERSION,
     [STDLIB]: sha256(fs.readFileSync(path.join(src, STDLIB))),
     numpy: sha256(fs.readFileSync(path.join(src, numpyFile))),
     lock: sha256(fs.readFileSync(path.join(src, 'pyodide-lock.json'))),
-    imports: sha256(JSON.stringify(named)),
     script: sha256(fs.readFileSync(new URL(import.meta.url))),
     sources: String(sources),
   };
@@ -187,7 +187,7 @@ for _name, _mod in list(sys.modules.items()):
         kept_numpy.add(_file[len(SITE):])
 
 # writing the cut files (what is imported from here on is not counted)
-import io, json, zipfile, base64, hashlib
+import json, zipfile, base64, hashlib
 import importlib.util
 from importlib._bootstrap_external import _code_to_hash_pyc
 
@@ -280,10 +280,6 @@ function linkOrCopy(from, to) {
   }
 }
 
-function zipSizes(file) {
-  return {bytes: fs.statSync(file).size};
-}
-
 async function main() {
   const src = assetDir();
   const lock = JSON.parse(fs.readFileSync(path.join(src, 'pyodide-lock.json'), 'utf8'));
@@ -291,7 +287,7 @@ async function main() {
   const t0 = performance.now();
   const meta0 = readMeta();
   const hashed = sourcesHash();
-  const {imports: _, ...known} = inputsOf(src, numpyFile, null);
+  const known = inputsOf(src, numpyFile);
   if (!force && meta0 && meta0.sourcesHash === hashed && upToDate(meta0, known)) {
     console.log(`pyodide: ${path.relative(root, outDir)} is up to date`);
     return;
@@ -302,7 +298,7 @@ async function main() {
   py.FS.mount(py.FS.filesystems.NODEFS, {root}, '/repo');
   py.globals.set('JS_IMPORTS', py.toPy(jsImports()));
   const named = py.runPython(SCAN).toJs();
-  const inputs = inputsOf(src, numpyFile, named);
+  const inputs = {...known, imports: sha256(JSON.stringify(named))};
   if (!force && meta0 && upToDate(meta0, inputs)) {
     // the sources changed, not what they import: the cut build stands
     fs.writeFileSync(path.join(outDir, 'trim.json'), JSON.stringify({...meta0, sourcesHash: hashed}, null, 1) + '\n');
@@ -333,7 +329,8 @@ async function main() {
   fs.writeFileSync(path.join(tmp, numpyFile), wheel);
   lock.packages.numpy = {...lock.packages.numpy, sha256: sha256(wheel)};
   fs.writeFileSync(path.join(tmp, 'pyodide-lock.json'), JSON.stringify(lock));
-  const before = {[STDLIB]: zipSizes(path.join(src, STDLIB)).bytes, [numpyFile]: zipSizes(path.join(src, numpyFile)).bytes};
+  const sizeOf = (f) => fs.statSync(path.join(src, f)).size;
+  const before = {[STDLIB]: sizeOf(STDLIB), [numpyFile]: sizeOf(numpyFile)};
   const meta = {
     pyodide: PYODIDE_VERSION,
     inputs,
