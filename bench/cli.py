@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import shlex
 import sys
 import time
@@ -29,6 +30,7 @@ from pathlib import Path
 
 from bench import results as res
 from bench.cases.select import select
+from bench.report import fuzz as fuzz_report
 from bench.run.runner import DEFAULT_IMPLS, Runner, expand_impls, plan
 from bench.server import dev_server
 from bench.targets import WEBDRIVER_ENDPOINT_HELP, Target, local_targets, remote_target, webdriver_target
@@ -123,6 +125,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             elif n % 50 == 0 or n == len(items):
                 print(f"[{n}/{len(items)}] ...", flush=True)
     path = write_report(run_dir, {"started": started, "finished": res.now_iso()})
+    if (run_dir / fuzz_report.MD_NAME).is_file():
+        print(fuzz_report.console(json.loads((run_dir / fuzz_report.JSON_NAME).read_text(encoding="utf-8"))))
+        print(f"fuzz counts and findings: {run_dir / fuzz_report.MD_NAME}")
     summary = ", ".join(f"{v} {k}" for k, v in tally.items() if v)
     print(f"done in {time.perf_counter() - t0:.1f} s: {summary}\nreport: {path}")
     return 1 if tally[res.FAIL] or tally[res.ERROR] else 0

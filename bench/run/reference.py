@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from bench.cases.graphs import BenchCase
+from py_core.errors import WebNNError
 from py_core.testing import wpt
 from py_core.testing.tolerance import OpUnderTest
 
@@ -32,6 +33,7 @@ class Outcome:
     timings: dict[str, Any] = field(default_factory=dict)
     contexts: list[OpUnderTest] = field(default_factory=list)
     dtypes: dict[str, str] = field(default_factory=dict)  # the operand types of float64 outputs
+    error_name: str = ""  # the DOM name the page would see (py_core.errors), else the Python exception's
 
 
 def environment() -> dict[str, Any]:
@@ -86,7 +88,8 @@ def run_reference(case: BenchCase, repeat: int = 3) -> Outcome:
     except wpt.InvalidCase as e:
         return Outcome("invalid", error=str(e), stage=stage, timings=timings)
     except Exception as e:  # noqa: BLE001 - the bench reports every failure
-        return Outcome("error", error=f"{type(e).__name__}: {e}", stage=stage, timings=timings)
+        name = e.dom_name if isinstance(e, WebNNError) else type(e).__name__
+        return Outcome("error", error=f"{type(e).__name__}: {e}", stage=stage, timings=timings, error_name=name)
 
 
 def _run_framework(case: BenchCase, repeat: int) -> Outcome:

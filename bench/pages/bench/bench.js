@@ -24,6 +24,7 @@
   const graphFile = () => (graphfile = graphfile || import('/lib/graphfile.js'));
 
   const contexts = new Map();  // `${impl}|${variant.name}` -> Promise<MLContext>
+  const lost = new Map();  // the same keys -> the MLContextLostInfo message of a context that was lost
 
   function api(impl) {
     if (impl === 'polyfill') {
@@ -39,8 +40,24 @@
   }
 
   function errorInfo(e) {
-    if (e && typeof e === 'object') return {name: String(e.name || e.constructor?.name || 'Error'), message: String(e.message ?? e)};
+    if (e && typeof e === 'object') {
+      const info = {name: String(e.name || e.constructor?.name || 'Error'), message: String(e.message ?? e)};
+      if (e.thrown) info.thrown = e.thrown;  // what the implementation threw, where the bench renamed it
+      if (e.limits) info.limits = e.limits;
+      return info;
+    }
     return {name: 'Error', message: String(e)};
+  }
+
+  /** The message of the context's loss when it was lost by now (a macrotask later, as loss settles), and
+   *  then forgotten so the next run creates a fresh context; else null. */
+  async function lostSince(key) {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    if (!lost.has(key)) return null;
+    const message = lost.get(key);
+    lost.delete(key);
+    contexts.delete(key);
+    return message;
   }
 
   function withTimeout(promise, ms, what) {
@@ -58,6 +75,8 @@
       const p = withTimeout(Promise.resolve().then(() => ml.createContext(variant.options)), timeoutMs,
         `${impl} createContext(${JSON.stringify(variant.options)})`);
       p.catch(() => contexts.delete(key));  // a failure is reported, and tried again next time
+      p.then((ctx) => ctx.lost && ctx.lost.then((info) => lost.set(key, String(info?.message ?? 'lost'))),
+        () => {});
       contexts.set(key, p);
     }
     return contexts.get(key);
@@ -103,7 +122,15 @@
       if (!e || e.name !== 'TypeError') return e;
       const why = step.kind === 'operation' ? outsideLimits(ctx, step.op, operandTypes(step.args || []))
         : outsideLimits(ctx, step.kind, [step.dataType]);
-      return why ? new DOMException(`${why}: ${e.message}`, 'NotSupportedError') : e;
+      if (!why) {
+        if (step.kind === 'operation') {  // the operator's limits, for a judge that knows its parameter names
+          try { e.limits = {op: step.op, entry: ctx.opSupportLimits()[step.op] ?? null}; } catch (x) { /* none */ }
+        }
+        return e;
+      }
+      const renamed = new DOMException(`${why}: ${e.message}`, 'NotSupportedError');
+      renamed.thrown = e.name;
+      return renamed;
     };
   }
 
@@ -178,7 +205,7 @@
       let t = performance.now();
       const ctx = await context(impl, variant, timeoutMs);
       timings.context_ms = round(performance.now() - t);
-      stage = 'build';
+      stage = 'builder';  // the MLGraphBuilder calls; 'build' is build() of a graph the builder accepted
       const {Builder} = api(impl);
       t = performance.now();
       const builder = new Builder(ctx);
@@ -186,6 +213,7 @@
       const outDescs = {};
       for (const [name, o] of Object.entries(outs)) outDescs[name] = {dataType: o.dataType, shape: [...o.shape]};
       timings.builder_ms = round(performance.now() - t);
+      stage = 'build';
       t = performance.now();
       graph = await withTimeout(builder.build(outs), timeoutMs, 'build()');
       timings.build_ms = round(performance.now() - t);
@@ -213,9 +241,13 @@
           outputs[name] = {dataType: d.dataType, shape: d.shape, data: gf.toBase64(bytes)};
         }
       }
-      return {status: 'ok', api: runner.api, timings, outputs};
+      const contextLost = await lostSince(`${impl}|${variant.name}`);
+      return {status: 'ok', api: runner.api, timings, outputs, ...(contextLost ? {contextLost} : {})};
     } catch (e) {
-      return {status: 'error', stage, error: errorInfo(e), timings};
+      const key = `${impl}|${variant.name}`;
+      if (e && e.name === 'TimeoutError') contexts.delete(key);  // a hung context is not reused
+      const contextLost = await lostSince(key);
+      return {status: 'error', stage, error: errorInfo(e), timings, ...(contextLost ? {contextLost} : {})};
     } finally {
       if (runner) runner.release();
       if (graph && typeof graph.destroy === 'function') { try { graph.destroy(); } catch (e) { /* ignore */ } }
