@@ -47,6 +47,8 @@ MODES = {
     "network": ("bench.perf.network", "cold and warm start-up from make dist's package over network profiles"),
     "models": ("bench.perf.models", "write the perf bench's graphs (build/bench-models)"),
     "memory": ("bench.perf.memory", "the memory a page pays: blank, the context, MobileNetV2 against ORT's WASM EP"),
+    "upstream": ("bench.upstream", "the fuzzer's native findings, minimized, as a table of upstream bugs with "
+                 "reproducers (docs/upstream-bugs.md)"),
 }
 
 
@@ -82,6 +84,11 @@ def _runner(args: argparse.Namespace, writer: res.RunWriter | None) -> Iterator[
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a selection on every implementation, write results.jsonl and report.html, print progress."""
+    return execute(args)[1]
+
+
+def execute(args: argparse.Namespace) -> tuple[Path, int]:
+    """cmd_run's work: the run directory it wrote and the exit status."""
     from bench.report.writer import write_report
     from web.settings import Settings
 
@@ -130,7 +137,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"fuzz counts and findings: {run_dir / fuzz_report.MD_NAME}")
     summary = ", ".join(f"{v} {k}" for k, v in tally.items() if v)
     print(f"done in {time.perf_counter() - t0:.1f} s: {summary}\nreport: {path}")
-    return 1 if tally[res.FAIL] or tally[res.ERROR] else 0
+    return run_dir, 1 if tally[res.FAIL] or tally[res.ERROR] else 0
 
 
 def cmd_probe(args: argparse.Namespace) -> int:

@@ -32,8 +32,8 @@ def _js(v: Any) -> str:
     if isinstance(v, dict) and set(v) == {"$op"}:
         return _ident(v["$op"])
     if isinstance(v, dict) and set(v) == {"$n"}:
-        text = v["$n"]
-        return f"{text}n" if re.fullmatch(r"-?\d+", text) else {"-0.0": "-0"}.get(text, text)
+        text = str(v["$n"])
+        return f"{text}n" if re.fullmatch(r"-?\d+", text) else ("-0" if text == "-0.0" else text)
     if isinstance(v, list):
         return "[" + ", ".join(_js(x) for x in v) + "]"
     if isinstance(v, dict):

@@ -26,6 +26,7 @@ CATEGORIES = (
     "values",  # out of tolerance against the float64 reference
     "lost context",  # the context was lost during the case
     "hang",  # a step did not settle within the page's timeout
+    "crash",  # the page itself crashed (the bench reopens it)
     "unsupported",  # refused with NotSupportedError, or a type opSupportLimits() does not list
 )
 
@@ -97,6 +98,8 @@ def compare(mine: Mapping[str, Any], expected: Mapping[str, Any], graph: Mapping
         return "lost context", f"the context was lost: {mine['lost']}"
     if mine["verdict"] == HANG:
         return "hang", f"{mine.get('stage')}: {mine.get('message')}"
+    if mine.get("stage") == "page":
+        return "crash", f"{mine.get('error')}: {mine.get('message')}"
     if expected["verdict"] == REJECTED:
         if mine["verdict"] == ACCEPTED:
             return "accepts invalid", f"built and ran a graph refused with {expected['error']}: {expected['message']}"

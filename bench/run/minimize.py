@@ -67,7 +67,7 @@ def _candidates(graph: dict[str, Any]) -> Iterator[dict[str, Any] | None]:
         yield _prefix(graph, keep)
     for name, spec in graph["inputs"].items():
         n = len(spec["data"]) if isinstance(spec["data"], list) else 0
-        size = n // 2
+        size = max(n // 2, 1) if n else 0
         while size >= 1:
             for lo in range(0, n, size):
                 yield _zeroed(graph, name, lo, min(n, lo + size))

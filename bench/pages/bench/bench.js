@@ -24,6 +24,8 @@
   const graphFile = () => (graphfile = graphfile || import('/lib/graphfile.js'));
 
   const contexts = new Map();  // `${impl}|${variant.name}` -> Promise<MLContext>
+  // how long a failed run waits for its context's loss to settle before it reports the context as kept
+  const LOSS_SETTLE_MS = 1000;
   const lost = new Map();  // the same keys -> the MLContextLostInfo message of a context that was lost
 
   function api(impl) {
@@ -49,10 +51,15 @@
     return {name: 'Error', message: String(e)};
   }
 
-  /** The message of the context's loss when it was lost by now (a macrotask later, as loss settles), and
-   *  then forgotten so the next run creates a fresh context; else null. */
-  async function lostSince(key) {
-    await new Promise((resolve) => setTimeout(resolve, 0));
+  /** The message of the context's loss when it was lost by now, and then forgotten so the next run creates a
+   *  fresh context; else null.  After a failure the loss may settle later than the rejection: wait for it up
+   *  to `settleMs` (a bound on the wait, never on the implementation). */
+  async function lostSince(key, settleMs = 0) {
+    const pending = contexts.get(key);
+    const ctx = pending ? await pending.catch(() => null) : null;
+    const settle = new Promise((resolve) => setTimeout(resolve, settleMs));
+    await (ctx && ctx.lost && settleMs ? Promise.race([ctx.lost, settle]) : settle);
+    await new Promise((resolve) => setTimeout(resolve, 0));  // the lost map is set in a then() of ctx.lost
     if (!lost.has(key)) return null;
     const message = lost.get(key);
     lost.delete(key);
@@ -246,7 +253,9 @@
     } catch (e) {
       const key = `${impl}|${variant.name}`;
       if (e && e.name === 'TimeoutError') contexts.delete(key);  // a hung context is not reused
-      const contextLost = await lostSince(key);
+      // an error a live context gives for bad input needs no wait; any other may come with a loss
+      const settle = e && ['TypeError', 'NotSupportedError', 'DataError'].includes(e.name) ? 0 : LOSS_SETTLE_MS;
+      const contextLost = await lostSince(key, settle);
       return {status: 'error', stage, error: errorInfo(e), timings, ...(contextLost ? {contextLost} : {})};
     } finally {
       if (runner) runner.release();
