@@ -2,9 +2,9 @@
 
     python -m bench upstream [--from FUZZ_RUN_DIR] [--cases SPEC] [--browser chromium-npm]
 
-With --from, every distinct native finding of that fuzz run (one per category, operators and error) is
-minimized on the implementation that showed it (bench/run/minimize.py) and added to the findings set,
-tests/data/fuzz/findings.json.  Then the findings set (and any --cases, e.g. named regression seeds
+With --from, every distinct native finding of that fuzz run (one per category and error message, or per
+leading operator for values) that reproduces on its own is minimized on the implementation that showed it
+(bench/run/minimize.py) and added to the findings set, tests/data/fuzz/findings.json.  Then the findings set (and any --cases, e.g. named regression seeds
 `fuzz:SEED/ID`) runs on native WebNN, the polyfill and the reference like any bench run, and the native
 findings that still hold are written as a table into the run's upstream.md and into docs/upstream-bugs.md,
 each with its standalone reproducer copied to docs/upstream-bugs/.
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import re
 import shlex
 import shutil
 from collections.abc import Mapping, Sequence
@@ -36,7 +37,7 @@ NOT_FINDINGS = (AGREE, "unsupported")
 
 
 def native_findings(run_dir: Path, limit: int) -> list[tuple[Result, str]]:
-    """The native findings of a fuzz run, one per (category, operators, error): (result, category)."""
+    """The native findings of a fuzz run, one per kind: (result, category)."""
     _, results = res.load(run_dir)
     seen: dict[tuple[Any, ...], tuple[Result, str]] = {}
     for r in results:
@@ -44,7 +45,9 @@ def native_findings(run_dir: Path, limit: int) -> list[tuple[Result, str]]:
         category = f.get("category", AGREE)
         if r.implementation != "native" or category in NOT_FINDINGS:
             continue
-        key = (category, tuple(r.ops), f.get("stage"), f.get("error"), bool(f.get("defect")))
+        # values: one per leading operator; errors: one per message (numbers and names aside), whatever the graph
+        what = r.ops[:1] if category == "values" else re.sub(r"\d+|'[^']*'|\[[^\]]*\]", "#", f.get("message", ""))
+        key = (category, str(what), f.get("stage"), f.get("error"), bool(f.get("defect")))
         seen.setdefault(key, (r, category))
     return list(seen.values())[:limit]
 
@@ -70,6 +73,9 @@ def minimize_findings(runner: Runner, targets: Mapping[str, Any], found: Sequenc
             result, _ = runner.run(Item(target, r.implementation, r.variant, c))
             return ((result.metrics or {}).get("fuzz") or {}).get("category") == category
 
+        if not holds(case):  # collateral of an earlier case (a context it lost), or flaky: not kept
+            print(f"  {r.case} ({category}): does not reproduce on its own", flush=True)
+            continue
         small, runs = minimize(case, holds, budget)
         print(f"  {r.case} ({category}, {'+'.join(case.ops)}): {len(small.ops)} operator(s) after {runs} runs",
               flush=True)
