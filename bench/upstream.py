@@ -76,7 +76,7 @@ def minimize_findings(runner: Runner, targets: Mapping[str, Any], found: Sequenc
         if not holds(case):  # collateral of an earlier case (a context it lost), or flaky: not kept
             print(f"  {r.case} ({category}): does not reproduce on its own", flush=True)
             continue
-        small, runs = minimize(case, holds, budget)
+        small, runs = minimize(case, holds, budget, values=category != "values")
         print(f"  {r.case} ({category}, {'+'.join(case.ops)}): {len(small.ops)} operator(s) after {runs} runs",
               flush=True)
         entries.append(_entry(small, r.case, r.column, category))

@@ -1,6 +1,7 @@
-"""Shrink a fuzz finding while it still holds: drop trailing operators, then zero input values chunk by
-chunk (halves, quarters, ... down to single values), re-running the finding's implementation after every
-step.  `holds(case)` says whether a variant still shows the finding; the budget bounds the runs."""
+"""Shrink a fuzz finding while it still holds: drop trailing operators, then (except for wrong values) zero
+input values chunk by chunk (halves, quarters, ... down to single values), re-running the finding's
+implementation after every step.  `holds(case)` says whether a variant still shows the finding; the budget
+bounds the runs."""
 
 from __future__ import annotations
 
@@ -61,10 +62,14 @@ def _zeroed(graph: dict[str, Any], name: str, lo: int, hi: int) -> dict[str, Any
     return g
 
 
-def _candidates(graph: dict[str, Any]) -> Iterator[dict[str, Any] | None]:
-    """Smaller variants, largest cuts first; the caller keeps the first that still holds and asks again."""
+def _candidates(graph: dict[str, Any], values: bool) -> Iterator[dict[str, Any] | None]:
+    """Smaller variants, largest cuts first; the caller keeps the first that still holds and asks again.
+    `values`: zero input values too (not for a wrong-values finding: zeros make degenerate cases, a zero
+    scale or all indices equal, that show another disagreement than the one found)."""
     for keep in range(1, len(graph["operators"])):
         yield _prefix(graph, keep)
+    if not values:
+        return
     for name, spec in graph["inputs"].items():
         n = len(spec["data"]) if isinstance(spec["data"], list) else 0
         size = max(n // 2, 1) if n else 0
@@ -74,14 +79,15 @@ def _candidates(graph: dict[str, Any]) -> Iterator[dict[str, Any] | None]:
             size //= 2
 
 
-def minimize(case: BenchCase, holds: Holds, budget: int = 24) -> tuple[BenchCase, int]:
+def minimize(case: BenchCase, holds: Holds, budget: int = 24, values: bool = True) -> tuple[BenchCase, int]:
     """The smallest variant of `case` found within `budget` runs for which `holds` stays true, and the runs
-    spent.  Variants are named `<id>~<step>` so no memo mistakes one for another."""
+    spent (`values`: zero input values as well as drop operators).  Variants are named `<id>~<step>` so no
+    memo mistakes one for another."""
     current, runs, step = case, 0, 0
     progress = True
     while progress and runs < budget:
         progress = False
-        for graph in _candidates(current.graph):
+        for graph in _candidates(current.graph, values):
             if graph is None:
                 continue
             if runs >= budget:

@@ -142,6 +142,8 @@ def test_minimize_drops_operators_and_zeroes_values_while_the_finding_holds() ->
     assert all(i.startswith(f"{case.id}~") for i in seen)
     values = [v for s in small.graph["inputs"].values() for v in s["data"]]
     assert values.count(0) + values.count(0.0) > 0
+    kept, _ = minimize(case, holds, budget=40, values=False)  # a wrong-values finding keeps its values
+    assert kept.ops == [first] and all(kept.graph["inputs"][n] == case.graph["inputs"][n] for n in kept.graph["inputs"])
 
 
 def test_the_reproducer_is_plain_navigator_ml_with_the_expectation_inline(tmp_path: Path) -> None:
