@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import shlex
 import sys
 import time
@@ -29,6 +30,7 @@ from pathlib import Path
 
 from bench import results as res
 from bench.cases.select import select
+from bench.report import fuzz as fuzz_report
 from bench.run.runner import DEFAULT_IMPLS, Runner, expand_impls, plan
 from bench.server import dev_server
 from bench.targets import WEBDRIVER_ENDPOINT_HELP, Target, local_targets, remote_target, webdriver_target
@@ -45,6 +47,8 @@ MODES = {
     "network": ("bench.perf.network", "cold and warm start-up from make dist's package over network profiles"),
     "models": ("bench.perf.models", "write the perf bench's graphs (build/bench-models)"),
     "memory": ("bench.perf.memory", "the memory a page pays: blank, the context, MobileNetV2 against ORT's WASM EP"),
+    "upstream": ("bench.upstream", "the fuzzer's native findings, minimized, as a table of upstream bugs with "
+                 "reproducers (docs/upstream-bugs.md)"),
 }
 
 
@@ -80,6 +84,11 @@ def _runner(args: argparse.Namespace, writer: res.RunWriter | None) -> Iterator[
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a selection on every implementation, write results.jsonl and report.html, print progress."""
+    return execute(args)[1]
+
+
+def execute(args: argparse.Namespace) -> tuple[Path, int]:
+    """cmd_run's work: the run directory it wrote and the exit status."""
     from bench.report.writer import write_report
     from web.settings import Settings
 
@@ -123,9 +132,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             elif n % 50 == 0 or n == len(items):
                 print(f"[{n}/{len(items)}] ...", flush=True)
     path = write_report(run_dir, {"started": started, "finished": res.now_iso()})
+    if (run_dir / fuzz_report.MD_NAME).is_file():
+        print(fuzz_report.console(json.loads((run_dir / fuzz_report.JSON_NAME).read_text(encoding="utf-8"))))
+        print(f"fuzz counts and findings: {run_dir / fuzz_report.MD_NAME}")
     summary = ", ".join(f"{v} {k}" for k, v in tally.items() if v)
     print(f"done in {time.perf_counter() - t0:.1f} s: {summary}\nreport: {path}")
-    return 1 if tally[res.FAIL] or tally[res.ERROR] else 0
+    return run_dir, 1 if tally[res.FAIL] or tally[res.ERROR] else 0
 
 
 def cmd_probe(args: argparse.Namespace) -> int:

@@ -45,6 +45,8 @@ class BenchCase:
     description: str = ""
     # a model run through a real WebNN client (bench/cases/frameworks.py): {kind, path, url, inputs, outputs, ...}
     client: dict[str, Any] | None = None
+    # a fuzz case (bench/cases/fuzz.py): {seed, index, defect}; its verdict is agreement with the reference
+    fuzz: dict[str, Any] | None = None
 
     @property
     def ops(self) -> list[str]:
@@ -62,6 +64,8 @@ class BenchCase:
     def outputs(self) -> list[str]:
         """Names of the operands the graph computes: those with expected values, else `outputs`."""
         expected = self.graph.get("expectedOutputs") or {}
+        if "buildOutputs" in self.graph:  # names build() is given (fuzz cases: bench/cases/fuzz.py)
+            return list(self.graph["buildOutputs"])
         return list(expected) if expected else list(self.graph.get("outputs", []))
 
     @property
@@ -129,6 +133,7 @@ def graph_case(prefix: str, name: str, graph: Mapping[str, Any], source: str, me
         meta.get("tolerance"),
         invalid,
         meta.get("description", ""),
+        fuzz=meta.get("fuzz"),
     )
 
 
@@ -313,5 +318,6 @@ def wire_case(case: BenchCase) -> gf.GraphFile:
         outs = [str(o) for o in outs] if isinstance(outs, list) else [str(outs)]
         names.update(outs)
         graph.operations.append(gf.Operation(op["name"], args, options, outs))
-    graph.outputs = {n: n for n in case.outputs}
+    named = case.graph.get("buildOutputs")
+    graph.outputs = dict(named) if named is not None else {n: n for n in case.outputs}
     return graph

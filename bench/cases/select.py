@@ -7,6 +7,8 @@
     tflite:NAME+NAME      real models through py_core's TFLite loader (bench/cases/models.py), or a .tflite PATH
     onnx:NAME+NAME        an ONNX model through onnxruntime-web (bench/cases/frameworks.py), or onnx:PATH.onnx
     litert:NAME+NAME      a .tflite model through LiteRT.js (bench/cases/frameworks.py), or litert:PATH.tflite
+    fuzz:N, fuzz:N@SEED   N seeded random graphs (bench/cases/fuzz.py; seed 0 by default)
+    fuzz:SEED/ID+ID       the fuzz cases with these ids, as the report names them
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.cases.frameworks import client_spec
+from bench.cases.fuzz import select_fuzz
 from bench.cases.graphs import WPT_DIR, BenchCase, graph_case, load_graph_file, load_wpt
 from bench.cases.models import load_model
 
@@ -30,7 +33,10 @@ def select(spec: str | Sequence[str], wpt_dir: str | Path | None = None) -> list
     found: dict[str, BenchCase] = {}
     for part in parts:
         m = _SELECTOR_RE.match(part)
-        if m:
+        fuzzed = select_fuzz(part)
+        if fuzzed is not None:
+            cases = fuzzed
+        elif m:
             ops = m.group("ops").split("+") if m.group("ops") else None
             limit = int(m.group("limit")) if m.group("limit") else None
             cases = load_wpt(wpt_dir or _wpt_dir(), ops, limit)

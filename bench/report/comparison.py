@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import results as res
-from bench.report import svg
+from bench.report import fuzz, svg
 from bench.report.html import CSS, escape
 from bench.results import Result
 from bench.run.compare import Pair, pairwise
@@ -351,4 +351,6 @@ def write_report(run_dir: str | Path, meta: Mapping[str, Any] | None = None) -> 
     res.write_meta(run_dir, full)
     path = run_dir / res.REPORT
     path.write_text(render(run_dir, full, probes, results), encoding="utf-8")
+    if any(r.metrics.get("fuzz") for r in results if r.metrics):
+        fuzz.write(run_dir, results, fuzz.write_reproducers(run_dir, results))
     return path

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from bench.cases.graphs import BenchCase
+from py_core.errors import WebNNError
 from py_core.testing import wpt
 from py_core.testing.tolerance import OpUnderTest
 
@@ -32,6 +33,7 @@ class Outcome:
     timings: dict[str, Any] = field(default_factory=dict)
     contexts: list[OpUnderTest] = field(default_factory=list)
     dtypes: dict[str, str] = field(default_factory=dict)  # the operand types of float64 outputs
+    error_name: str = ""  # the DOM name the page would see (py_core.errors), else the Python exception's
 
 
 def environment() -> dict[str, Any]:
@@ -86,7 +88,8 @@ def run_reference(case: BenchCase, repeat: int = 3) -> Outcome:
     except wpt.InvalidCase as e:
         return Outcome("invalid", error=str(e), stage=stage, timings=timings)
     except Exception as e:  # noqa: BLE001 - the bench reports every failure
-        return Outcome("error", error=f"{type(e).__name__}: {e}", stage=stage, timings=timings)
+        name = e.dom_name if isinstance(e, WebNNError) else type(e).__name__
+        return Outcome("error", error=f"{type(e).__name__}: {e}", stage=stage, timings=timings, error_name=name)
 
 
 def _run_framework(case: BenchCase, repeat: int) -> Outcome:
@@ -120,9 +123,27 @@ def _wide(a: Any) -> Any:
     return a.astype(np.float64) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a
 
 
+def _typed(a: Any, dtype: np.dtype | None) -> Any:
+    """A float64 value as its operand type holds it (float16 or float32), kept in float64."""
+    if dtype is None or dtype.kind != "f" or not isinstance(a, np.ndarray) or a.dtype != np.float64:
+        return a
+    return a.astype(dtype).astype(np.float64)
+
+
+def _overflowed(a: np.ndarray, dtype: Any) -> np.ndarray:
+    """A float64 result with the values its operand type cannot hold as the infinities that type gives: the
+    precision stays float64, the range is the operand's (a float16 operand past 65504 is infinite)."""
+    dt = np.dtype(dtype)
+    if dt.kind != "f" or dt == np.float64 or a.dtype != np.float64:
+        return a
+    over = np.isinf(a.astype(dt)) & np.isfinite(a)
+    return np.where(over, np.copysign(np.inf, a), a) if over.any() else a
+
+
 def run_float64(case: BenchCase) -> Outcome:
     """The case's float outputs computed in float64 (inputs and constants widened once, every kernel then runs
-    on float64 arrays; explicit casts still round); `contexts` unused.  Never raises."""
+    on float64 arrays; explicit casts still round, from the value rounded to their input's type; a value
+    beyond its operand type's range is infinite, as in that type); `contexts` unused.  Never raises."""
     from py_core.compiler import CompileOptions
     from py_core.runtime.executor import prepare
 
@@ -136,23 +157,28 @@ def run_float64(case: BenchCase) -> Outcome:
         built, feeds, _ = wpt.build_graph(graph)
         exe = prepare(built, CompileOptions.none())
         vals = [_wide(a) for a in exe._template]
+        declared = {i: np.asarray(a).dtype for i, a in enumerate(exe._template)}
         for name, slot in exe._inputs:
             vals[slot] = _wide(np.asarray(feeds[name]))
+            declared[slot] = np.asarray(feeds[name]).dtype
         with np.errstate(all="ignore"):
             for step in exe.steps:
                 kw: dict[str, Any] = {}
                 for pname, ref in step.args:
                     if ref is None:
                         kw[pname] = None
+                    elif isinstance(ref, int):
+                        # a cast converts the value its operand holds: rounded to the operand's type first
+                        kw[pname] = _typed(vals[ref], declared.get(ref)) if step.op == "cast" else vals[ref]
                     else:
-                        kw[pname] = vals[ref] if isinstance(ref, int) else [vals[i] for i in ref]
+                        kw[pname] = [vals[i] for i in ref]
                 result = step.call(**kw)
                 results = result if isinstance(result, (list, tuple)) else (result,)
-                for slot, (_, shape), arr in zip(step.outputs, step.out_types, results, strict=True):
+                for slot, (dtype, shape), arr in zip(step.outputs, step.out_types, results, strict=True):
                     arr = np.asarray(arr)
                     if arr.shape != shape:
                         raise ValueError(f"{step.op}: {list(arr.shape)} in float64, {list(shape)} expected")
-                    vals[slot] = arr
+                    vals[slot], declared[slot] = _overflowed(arr, dtype), np.dtype(dtype)
         outputs = {name: np.asarray(vals[slot]) for name, slot in exe._outputs}
         dtypes = {name: exe.output_descs[name].data_type.numpy_name for name in outputs}
         return Outcome("ok", outputs, dtypes=dtypes)

@@ -12,6 +12,7 @@ import numpy as np
 
 from bench.cases.graphs import BenchCase, wire_case
 from bench.results import ERROR, FAIL, INVALID, PASS, UNAVAILABLE, UNSUPPORTED, Result, RunWriter
+from bench.run import fuzz_judge
 from bench.run import reference as ref
 from bench.run.compare import check_outputs, decode_outputs
 from bench.targets import BrowserUnavailable, Session, Target
@@ -201,6 +202,8 @@ class Runner:
         if case.id not in self._wires:
             self._wires = {case.id: wire_case(case).to_json()}  # one case at a time is enough to memoize
         raw = session.run(self._wires[case.id], item.impl, item.variant, VARIANTS[item.variant], self.repeat)
+        if case.fuzz is not None:
+            return self._judge_fuzz(case, result, raw)
         if _failed(raw, result):
             return result, {}
         outputs, shapes = decode_outputs(raw["outputs"])
@@ -218,9 +221,34 @@ class Runner:
         outputs, shapes = decode_outputs(raw["outputs"])
         return self._judge(item.case, result, outputs, shapes), outputs
 
+    def _judge_fuzz(self, case: BenchCase, result: Result, raw: dict[str, Any]
+                    ) -> tuple[Result, dict[str, np.ndarray]]:
+        """A fuzz case: agreement with the reference's accept/reject, error type and descriptors, then values
+        against the float64 reference (bench/run/fuzz_judge.py)."""
+        result.timings = raw.get("timings", {})
+        mine = fuzz_judge.page_outcome(raw)
+        expected = fuzz_judge.reference_outcome(ref.reference(case, self.repeat))
+        category, problem = fuzz_judge.compare(mine, expected, case.graph)
+        outputs: dict[str, np.ndarray] = {}
+        if category == fuzz_judge.AGREE and mine["verdict"] == fuzz_judge.ACCEPTED:
+            outputs, shapes = decode_outputs(raw["outputs"])
+            if self._judge(case, result, outputs, shapes).status == FAIL:
+                category = "values"
+        else:
+            result.errors = [problem] if problem else []
+        result.status = {fuzz_judge.AGREE: PASS, "unsupported": UNSUPPORTED}.get(category, FAIL)
+        mine.pop("limits", None)
+        result.metrics = {"fuzz": {**mine, "category": category, "defect": case.fuzz and case.fuzz.get("defect")}}
+        return result, outputs
+
     def _reference(self, case: BenchCase, result: Result) -> tuple[Result, dict[str, np.ndarray]]:
         outcome = ref.reference(case, self.repeat)
         result.timings = outcome.timings
+        if case.fuzz is not None:
+            result.metrics = {"fuzz": {**fuzz_judge.reference_outcome(outcome), "defect": case.fuzz.get("defect")}}
+            if outcome.status != "ok" and case.fuzz.get("defect"):
+                result.status, result.errors = PASS, [f"{outcome.stage}: {outcome.error}"]  # the expected refusal
+                return result, {}
         if outcome.status != "ok":
             result.status = {"invalid": INVALID, "unsupported": UNSUPPORTED}.get(outcome.status, ERROR)
             result.errors = [f"{outcome.stage}: {outcome.error}"]

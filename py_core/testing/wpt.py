@@ -299,11 +299,14 @@ def build_graph(graph: Mapping[str, Any]) -> tuple[Any, dict[str, np.ndarray], l
             operands[outs] = result
         contexts.append(OpUnderTest(op["name"], tuple(ctx_shapes), ctx_values))
 
+    # `buildOutputs` ({output name: operand name}) passes build() other names than the operands' own
+    named = graph.get("buildOutputs")
+    wanted = dict(named) if named is not None else {n: n for n in graph.get("expectedOutputs", {})}
     outputs = {}
-    for name in graph.get("expectedOutputs", {}):
-        if name not in operands:
-            raise InvalidCase(f"expected output '{name}' is not produced by any operator")
-        outputs[name] = operands[name]
+    for name, operand in wanted.items():
+        if operand not in operands:
+            raise InvalidCase(f"expected output '{operand}' is not produced by any operator")
+        outputs[name] = operands[operand]
     built = builder.build(outputs)
     return built, feeds, contexts
 

@@ -24,6 +24,9 @@
   const graphFile = () => (graphfile = graphfile || import('/lib/graphfile.js'));
 
   const contexts = new Map();  // `${impl}|${variant.name}` -> Promise<MLContext>
+  // how long a failed run waits for its context's loss to settle before it reports the context as kept
+  const LOSS_SETTLE_MS = 1000;
+  const lost = new Map();  // the same keys -> the MLContextLostInfo message of a context that was lost
 
   function api(impl) {
     if (impl === 'polyfill') {
@@ -39,8 +42,29 @@
   }
 
   function errorInfo(e) {
-    if (e && typeof e === 'object') return {name: String(e.name || e.constructor?.name || 'Error'), message: String(e.message ?? e)};
+    if (e && typeof e === 'object') {
+      const info = {name: String(e.name || e.constructor?.name || 'Error'), message: String(e.message ?? e)};
+      if (e.thrown) info.thrown = e.thrown;  // what the implementation threw, where the bench renamed it
+      if (e.limits) info.limits = e.limits;
+      return info;
+    }
     return {name: 'Error', message: String(e)};
+  }
+
+  /** The message of the context's loss when it was lost by now, and then forgotten so the next run creates a
+   *  fresh context; else null.  After a failure the loss may settle later than the rejection: wait for it up
+   *  to `settleMs` (a bound on the wait, never on the implementation). */
+  async function lostSince(key, settleMs = 0) {
+    const pending = contexts.get(key);
+    const ctx = pending ? await pending.catch(() => null) : null;
+    const settle = new Promise((resolve) => setTimeout(resolve, settleMs));
+    await (ctx && ctx.lost && settleMs ? Promise.race([ctx.lost, settle]) : settle);
+    await new Promise((resolve) => setTimeout(resolve, 0));  // the lost map is set in a then() of ctx.lost
+    if (!lost.has(key)) return null;
+    const message = lost.get(key);
+    lost.delete(key);
+    contexts.delete(key);
+    return message;
   }
 
   function withTimeout(promise, ms, what) {
@@ -58,6 +82,8 @@
       const p = withTimeout(Promise.resolve().then(() => ml.createContext(variant.options)), timeoutMs,
         `${impl} createContext(${JSON.stringify(variant.options)})`);
       p.catch(() => contexts.delete(key));  // a failure is reported, and tried again next time
+      p.then((ctx) => ctx.lost && ctx.lost.then((info) => lost.set(key, String(info?.message ?? 'lost'))),
+        () => {});
       contexts.set(key, p);
     }
     return contexts.get(key);
@@ -103,7 +129,15 @@
       if (!e || e.name !== 'TypeError') return e;
       const why = step.kind === 'operation' ? outsideLimits(ctx, step.op, operandTypes(step.args || []))
         : outsideLimits(ctx, step.kind, [step.dataType]);
-      return why ? new DOMException(`${why}: ${e.message}`, 'NotSupportedError') : e;
+      if (!why) {
+        if (step.kind === 'operation') {  // the operator's limits, for a judge that knows its parameter names
+          try { e.limits = {op: step.op, entry: ctx.opSupportLimits()[step.op] ?? null}; } catch (x) { /* none */ }
+        }
+        return e;
+      }
+      const renamed = new DOMException(`${why}: ${e.message}`, 'NotSupportedError');
+      renamed.thrown = e.name;
+      return renamed;
     };
   }
 
@@ -178,7 +212,7 @@
       let t = performance.now();
       const ctx = await context(impl, variant, timeoutMs);
       timings.context_ms = round(performance.now() - t);
-      stage = 'build';
+      stage = 'builder';  // the MLGraphBuilder calls; 'build' is build() of a graph the builder accepted
       const {Builder} = api(impl);
       t = performance.now();
       const builder = new Builder(ctx);
@@ -186,6 +220,7 @@
       const outDescs = {};
       for (const [name, o] of Object.entries(outs)) outDescs[name] = {dataType: o.dataType, shape: [...o.shape]};
       timings.builder_ms = round(performance.now() - t);
+      stage = 'build';
       t = performance.now();
       graph = await withTimeout(builder.build(outs), timeoutMs, 'build()');
       timings.build_ms = round(performance.now() - t);
@@ -213,9 +248,15 @@
           outputs[name] = {dataType: d.dataType, shape: d.shape, data: gf.toBase64(bytes)};
         }
       }
-      return {status: 'ok', api: runner.api, timings, outputs};
+      const contextLost = await lostSince(`${impl}|${variant.name}`);
+      return {status: 'ok', api: runner.api, timings, outputs, ...(contextLost ? {contextLost} : {})};
     } catch (e) {
-      return {status: 'error', stage, error: errorInfo(e), timings};
+      const key = `${impl}|${variant.name}`;
+      if (e && e.name === 'TimeoutError') contexts.delete(key);  // a hung context is not reused
+      // an error a live context gives for bad input needs no wait; any other may come with a loss
+      const settle = e && ['TypeError', 'NotSupportedError', 'DataError'].includes(e.name) ? 0 : LOSS_SETTLE_MS;
+      const contextLost = await lostSince(key, settle);
+      return {status: 'error', stage, error: errorInfo(e), timings, ...(contextLost ? {contextLost} : {})};
     } finally {
       if (runner) runner.release();
       if (graph && typeof graph.destroy === 'function') { try { graph.destroy(); } catch (e) { /* ignore */ } }
