@@ -5,11 +5,14 @@ dev server serves the folder at /clients/transformers-models/, generated on firs
 
 | model | pipeline | what it exercises |
 | --- | --- | --- |
-| bert-tiny | feature-extraction | a BERT-like encoder (2 blocks, width 32): Gather embeddings, Shape/Slice positions, the padding mask, Erf GELU; dynamic batch and sequence |
-| bert-tiny-static | feature-extraction | the same weights, with `free_dimension_overrides` for WebNN in config.json (batch 1, sequence 16) |
-| bert-tiny-fp16 | feature-extraction | the same encoder in float16 (onnx/model_fp16.onnx, `dtype: 'fp16'`), with the overrides |
-| vit-tiny | image-classification | a ViT classifier: 8x8 patch Conv, CLS token by Expand, 2 pre-norm blocks, 4 labels, 32x32 RGB; batch_size 1 for WebNN |
-| gpt2-tiny | text-generation | a GPT-2-like decoder (2 blocks, width 32) with its KV cache (past_key_values.N.key/value in, present.N.* out), Trilu causal mask, tanh GELU, tied LM head |
+| bert-tiny | feature-extraction | a BERT-like encoder (2 blocks, width 32): Gather embeddings, Shape/Slice |
+| | | positions, the padding mask, Erf GELU; dynamic batch and sequence |
+| bert-tiny-static | feature-extraction | the same weights, `free_dimension_overrides` for WebNN (batch 1, seq 16) |
+| bert-tiny-fp16 | feature-extraction | the same in float16 (onnx/model_fp16.onnx, `dtype: 'fp16'`), overrides |
+| vit-tiny | image-classification | a ViT: 8x8 patch Conv, CLS token by Expand, 2 pre-norm blocks, 4 labels, |
+| | | 32x32 RGB; batch_size 1 for WebNN |
+| gpt2-tiny | text-generation | a GPT-2-like decoder (2 blocks, width 32) with its KV cache |
+| | | (past_key_values.N.key/value in, present.N.* out), Trilu causal mask, tanh GELU, tied LM head |
 
 onnxruntime-web's WebNN EP takes only nodes whose shapes are static once the overrides are applied: without
 overrides (bert-tiny) and with a cache that grows every step (gpt2-tiny) it takes the few nodes on weights alone and
@@ -46,6 +49,7 @@ WORDS = ("the a an is are was were be to of and in on at for with as by from it 
          "blue green runs sees likes eats sleeps polyfill browser graph tensor model").split()
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 LABELS = ["plain", "striped", "dotted", "checked"]
+BERT_VOCAB = len(SPECIAL) + len(WORDS) + 26 + 26  # the words, then the letters and their "##" continuations
 
 
 class Graph:
@@ -71,12 +75,12 @@ class Graph:
     def weight(self, shape: tuple[int, ...], hint: str, scale: float = 0.2) -> str:
         return self.const(self.rng.normal(0, scale, shape), hint)
 
-    def op(self, kind: str, *inputs: str, outputs: int = 1, out: str | None = None, **attrs: Any) -> Any:
+    def op(self, kind: str, *inputs: str, out: str | None = None, **attrs: Any) -> str:
         from onnx import helper
 
-        names = [out] if out else [self.name(kind.lower()) for _ in range(outputs)]
-        self.nodes.append(helper.make_node(kind, list(inputs), names, **attrs))
-        return names[0] if outputs == 1 else names
+        name = out or self.name(kind.lower())
+        self.nodes.append(helper.make_node(kind, list(inputs), [name], **attrs))
+        return name
 
     def ints(self, values: list[int]) -> str:
         return self.const(values, "shape", np.int64)
@@ -147,8 +151,7 @@ def bert(dtype: Any = np.float32) -> Any:
     from onnx import TensorProto
 
     g = Graph(np.random.default_rng(SEED), dtype)
-    vocab = len(SPECIAL) + len(WORDS) + 26 + 26  # the words, then the letters and their "##" continuations
-    words = g.op("Gather", g.weight((vocab, WIDTH), "word_emb", 1.0), "input_ids")
+    words = g.op("Gather", g.weight((BERT_VOCAB, WIDTH), "word_emb", 1.0), "input_ids")
     length = g.op("Slice", g.op("Shape", "input_ids"), g.ints([1]), g.ints([2]))  # [sequence_length]
     positions = g.op("Slice", g.weight((64, WIDTH), "pos_emb", 0.5), g.ints([0]), length, g.ints([0]))
     types = g.op("Gather", g.weight((2, WIDTH), "type_emb", 0.5), "token_type_ids")
@@ -187,7 +190,7 @@ def vit() -> Any:
 def gpt2() -> Any:
     """GPT2LMHeadModel with its KV cache: input_ids, position_ids [batch_size, sequence_length], attention_mask
     [batch_size, past_sequence_length + sequence_length], past_key_values.N.key/value -> logits, present.N.*."""
-    from onnx import TensorProto
+    from onnx import TensorProto, helper
 
     g = Graph(np.random.default_rng(SEED + 2))
     wte = g.weight((GPT2_VOCAB, WIDTH), "wte", 1.0)
@@ -196,7 +199,7 @@ def gpt2() -> Any:
     new = g.op("Slice", g.op("Shape", "input_ids"), g.ints([1]), g.ints([2]))
     total = g.op("Slice", g.op("Shape", "attention_mask"), g.ints([1]), g.ints([2]))
     ones = g.op("ConstantOfShape", g.op("Concat", new, total, axis=0),
-                value=__import__("onnx").helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0]))
+                value=helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0]))
     past = g.op("Squeeze", g.op("Sub", total, new), g.ints([0]))
     causal = g.op("Trilu", ones, past, upper=0)
     keep = g.op("Mul", causal, g.op("Unsqueeze", g.op("Cast", "attention_mask", to=TensorProto.FLOAT), g.ints([1, 2])))
@@ -292,7 +295,7 @@ def byte_bpe_tokenizer() -> tuple[dict[str, Any], dict[str, Any]]:
     eos = "<|endoftext|>"
     vocab = {s: i for i, s in enumerate(byte_symbols())}
     vocab[eos] = GPT2_BYTES
-    tokenizer = {
+    tokenizer: dict[str, Any] = {
         "version": "1.0", "truncation": None, "padding": None, "added_tokens": [_added(eos, GPT2_BYTES)],
         "normalizer": None,
         "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
@@ -310,7 +313,7 @@ def byte_bpe_tokenizer() -> tuple[dict[str, Any], dict[str, Any]]:
 
 def _bert_config(**extra: Any) -> dict[str, Any]:
     return {"model_type": "bert", "architectures": ["BertModel"], "hidden_size": WIDTH, "num_attention_heads": HEADS,
-            "num_hidden_layers": LAYERS, "intermediate_size": MLP, "vocab_size": len(wordpiece_tokenizer()[0]["model"]["vocab"]),
+            "num_hidden_layers": LAYERS, "intermediate_size": MLP, "vocab_size": BERT_VOCAB,
             "max_position_embeddings": 64, "type_vocab_size": 2, "pad_token_id": 0, **extra}
 
 

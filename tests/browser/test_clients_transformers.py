@@ -53,6 +53,7 @@ CASES: dict[str, dict[str, Any]] = {
     "gpt2-tiny": {"task": "text-generation", "model": "gpt2-tiny", "input": "hello", "maxNewTokens": 8},
 }
 
+STATS_JS = "async () => { const s = await webnnPolyfill.workerStats(); return [s.graphs, s.tensors]; }"
 RUN_JS = "async (c) => { try { return await tfjs.run(c); } catch (e) { return {error: `${e.name}: ${e.message}`}; } }"
 
 
@@ -130,12 +131,12 @@ def test_disposed_pipelines_release_their_graphs(request: pytest.FixtureRequest,
     workerStats() is back at its level, however many pipelines ran (a fresh page: nothing else of it is live)."""
     with open_window(request, browser_name, f"{dev_server}/clients/transformers.html", BOOT_MS) as page:
         _ready(page)
-        level = page.evaluate("async () => { const s = await webnnPolyfill.workerStats(); return [s.graphs, s.tensors]; }")
+        level = page.evaluate(STATS_JS)
         for _ in range(2):
             for name in ("bert-tiny", "gpt2-tiny"):
                 result = run(page, CASES[name], "webnn", context=True)
                 assert result["graphsOpen"] >= 1 and result["graphsReleased"] == level[0], (name, level, result)
-        after = page.evaluate("async () => { const s = await webnnPolyfill.workerStats(); return [s.graphs, s.tensors]; }")
+        after = page.evaluate(STATS_JS)
     assert after == level
 
 
@@ -152,15 +153,14 @@ def test_graphs_onnxruntime_drops_are_collected(playwright: Any, browser_name: s
     try:
         page, errors = open_page(browser.new_context(), f"{dev_server}/clients/transformers.html", BOOT_MS)
         _ready(page)
-        stats = "async () => { const s = await webnnPolyfill.workerStats(); return [s.graphs, s.tensors]; }"
-        level = page.evaluate(stats)
+        level = page.evaluate(STATS_JS)
         opened = [run(page, CASES[name], "webnn")["graphsOpen"] for name in ("bert-tiny", "gpt2-tiny", "bert-tiny")]
         assert min(opened) >= 1, opened
         deadline, now = time.monotonic() + 60, level
         while time.monotonic() < deadline:
             # FinalizationRegistry callbacks run in a later task; a context goes after its graphs' registrations
             page.evaluate("async () => { gc(); await new Promise((r) => setTimeout(r, 100)); }")
-            now = page.evaluate(stats)
+            now = page.evaluate(STATS_JS)
             if now == level:
                 break
         assert now == level, f"graphs and tensors {now} after collection, {level} before the pipelines"
