@@ -6,7 +6,10 @@ create_app, installed through the `pyodide_webnn.server` entry point):
                 start-up page of the browser tests; /perf/models/: the graphs bench/perf/models.py writes
     /clients/   clients/index.html and clients.js: onnxruntime-web and LiteRT.js over WebNN;
                 /clients/models/<name>.onnx: bench/cases/client_models.py's models, generated on first use
-    /vendor/    onnxruntime-web and LiteRT.js from node_modules
+    /clients/transformers.html: transformers.js pipelines over WebNN (clients/transformers.js);
+                /clients/transformers-models/: bench/cases/transformers_models.py's folders, generated on first use
+    /vendor/    onnxruntime-web, LiteRT.js and transformers.js (with the onnxruntime-web build it bundles) from
+                node_modules
     /reports/   past runs (bench/report/routes.py), under a Content-Security-Policy without scripts
 """
 
@@ -43,6 +46,20 @@ def add_bench_routes(app: FastAPI, settings: Settings) -> None:
         return FileResponse(out / f"{name}.onnx", media_type="application/octet-stream",
                             headers={"cache-control": NO_CACHE})
 
+    @app.get("/clients/transformers-models/{path:path}")
+    def transformers_model_file(path: str) -> Response:
+        # generated on first use (bench/cases/transformers_models.py, onnx), cached under build/transformers-models
+        from bench.cases import transformers_models
+
+        try:
+            out = transformers_models.generate(settings.repo_root / "build" / "transformers-models")
+        except ImportError:
+            return JSONResponse({"detail": "onnx is needed: pip install -e '.[models]'"}, 404)
+        file = (out / path).resolve()
+        if not file.is_relative_to(out.resolve()) or not file.is_file():
+            return JSONResponse({"detail": f"no transformers.js model file '{path}'"}, 404)
+        return FileResponse(file, headers={"cache-control": NO_CACHE})
+
     add_report_routes(app, settings.reports_dir)  # /reports/: the listing and each run's page
     app.mount("/bench", AssetFiles(PAGES_DIR / "bench", NO_CACHE, html=True), name="bench")
     app.mount("/reports", AssetFiles(settings.reports_dir, NO_CACHE), name="reports")
@@ -54,4 +71,9 @@ def add_bench_routes(app: FastAPI, settings: Settings) -> None:
     app.mount("/vendor/litert-wasm-utils", AssetFiles(node_modules / "@litertjs" / "wasm-utils" / "dist", LONG_CACHE),
               name="vendor-litert-wasm-utils")
     app.mount("/vendor/litert", AssetFiles(node_modules / "@litertjs" / "core", LONG_CACHE), name="vendor-litert")
+    transformers = node_modules / "@huggingface" / "transformers"
+    app.mount("/vendor/transformers", AssetFiles(transformers / "dist", LONG_CACHE), name="vendor-transformers")
+    # the onnxruntime-web build transformers.js bundles (its .wasm and .mjs), not the one /vendor/ort serves
+    app.mount("/vendor/transformers-ort", AssetFiles(transformers / "node_modules" / "onnxruntime-web" / "dist",
+                                                     LONG_CACHE), name="vendor-transformers-ort")
     app.mount("/clients", AssetFiles(PAGES_DIR / "clients", NO_CACHE, html=True), name="clients")

@@ -92,8 +92,12 @@ export function loadOrt() {
 // ORT's wasm prints through the console functions it finds when it initialises, so the hook that collects its
 // lines is installed once, before that, and reads the current sink.
 let consoleSink = null;
+let consoleHooked = false;
 
-function hookConsole() {
+/** Install the console hook capturingConsole reads (once; before an onnxruntime-web initialises). */
+export function hookConsole() {
+  if (consoleHooked) return;
+  consoleHooked = true;
   for (const k of ['log', 'warn', 'error']) {
     const original = console[k];
     console[k] = (...args) => {
@@ -105,7 +109,7 @@ function hookConsole() {
 }
 
 /** `fn()`'s value and the console lines printed meanwhile. */
-async function capturingConsole(fn) {
+export async function capturingConsole(fn) {
   const lines = [];
   consoleSink = lines;
   try {
@@ -117,7 +121,7 @@ async function capturingConsole(fn) {
 
 /** The WebNN EP's own summary: {partitions, nodes, supported} ("number of partitions supported by WebNN"), or
  *  null when it printed none (the wasm backend). */
-function ortPartitions(lines) {
+export function ortPartitions(lines) {
   for (const line of lines) {
     const m = /partitions supported by WebNN: (\d+) number of nodes in the graph: (\d+) number of nodes supported by WebNN: (\d+)/.exec(line);
     if (m) return {partitions: Number(m[1]), nodes: Number(m[2]), supported: Number(m[3])};
