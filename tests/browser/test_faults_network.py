@@ -106,6 +106,9 @@ def test_a_failed_start_names_the_file_and_a_retry_works(request: pytest.Fixture
             # a file the polyfill can do without: it starts without it, or fails naming it
             assert failed.get("ok") == [1, 0, 3, 0] or match in failed.get("error", ""), failed
         faults.clear()
+        if "bootTimeoutMs" in dict(case.bounds):
+            # a bound that small also fails a healthy start here: back to the default (read at each start)
+            page.evaluate("() => { window.WEBNN_POLYFILL_CONFIG.bootTimeoutMs = null; }")
         again = page.evaluate(START_JS, CASE_WAIT_MS)
         assert again.get("ok") == [1, 0, 3, 0], (failed, again)
         assert page.evaluate("() => window.unhandled") == [], failed

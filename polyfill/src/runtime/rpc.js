@@ -19,7 +19,7 @@
 // `direct: false` or the worker URL's ?direct=0 switches it off: the client tells the engine in its 'init'.
 
 import {errorFromJson} from '../api/errors.js';
-import {configOn, configValue, switchesOf, workerSwitchOn} from '../switches.js';
+import {configOn, configValue, liveConfig, switchesOf, workerSwitchOn} from '../switches.js';
 import {lifelineName, watchLifeline} from './lifeline.js';
 import {spawnEngine} from './spawn.js';
 
@@ -39,9 +39,10 @@ const STAGED_BYTES = 64 << 20;
 // tens of seconds of compiling: three minutes leaves room for both.
 export const BOOT_LIMIT_MS = 180000;
 
-/** The config's bound on a start, in ms (bootTimeoutMs), else BOOT_LIMIT_MS. */
+/** The config's bound on a start, in ms (bootTimeoutMs, read at each start), else BOOT_LIMIT_MS. */
 export function bootLimit(config) {
-  const given = Number(configValue(config, 'bootTimeoutMs'));
+  const live = liveConfig();
+  const given = Number(configValue('bootTimeoutMs' in live ? live : config, 'bootTimeoutMs'));
   return given > 0 ? given : BOOT_LIMIT_MS;
 }
 

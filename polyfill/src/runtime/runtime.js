@@ -264,7 +264,8 @@ export class Runtime {
           return;
         }
         this.pagePromise = null;
-        reject(new Error(`the page's Pyodide did not start within ${limit / 1000} s`));
+        const step = this.booting && !this.booting.dead ? `; the worker's last step: ${this.booting.lastStage}` : '';
+        reject(new Error(`the page's Pyodide did not start within ${limit / 1000} s${step}`));
       }, limit);
     });
     try {
@@ -273,8 +274,10 @@ export class Runtime {
       this.#progress('ready', 'WebNN polyfill ready');
       return worker;
     } catch (e) {
-      // the worker of a failed boot is not kept: the next attempt starts a fresh one
+      // nothing of a failed boot is kept: the next attempt starts a fresh worker, and a page Pyodide of its own
+      // unless this one already runs (one still starting may be waiting on the file that failed)
       if (this.booting && this.booting !== this.worker) this.booting.terminate(`the WebNN polyfill could not start`);
+      if (!this.callJson) this.pagePromise = null;
       throw new DOMException(`the WebNN polyfill could not start: ${e && e.message ? e.message : e}`,
         'NotSupportedError');
     } finally {
