@@ -23,7 +23,7 @@ from web.fault_injection import Faults
 pytestmark = [pytest.mark.browser, pytest.mark.fault]
 
 # bounds small enough that a case proves them in seconds (the defaults: runtime/rpc.js, boot/fetches.js)
-STALL_MS = 2000
+STALL_MS = 5000
 BOOT_MS = 4000
 
 
@@ -42,7 +42,7 @@ CASES = {
     "wasm-dropped": Case("wasm", "drop", ("pyodide.asm.wasm",)),
     "lock-404": Case("lock", "404", ("pyodide-lock.json", "404")),
     "numpy-404": Case("numpy", "404", ("numpy-", "404")),
-    "core-wheel-stalled": Case("core", "stall", ("stalled",)),
+    "core-wheel-stalled": Case("core", "stall", ("stalled", "py_core")),
     "manifest-404": Case("manifest", "404", ("manifest.json", "404")),
     "worker-script-404": Case("worker", "404", ("webnn-worker.js",)),
     "snapshot-dropped": Case("snapshot", "drop", ()),

@@ -10,6 +10,9 @@
 // user waits for a page.
 export const FETCH_STALL_MS = 30000;
 
+// how long this thread must be free before a quiet spell found by a late timer counts as a stall
+const GRACE_MS = 500;
+
 // Pyodide's own files: without any of them the interpreter cannot start, and its loader does not say so
 const CRITICAL = ['pyodide.asm.wasm', 'pyodide.asm.js', 'python_stdlib.zip', 'pyodide-lock.json'];
 
@@ -44,16 +47,23 @@ async function watchedFetch(passThrough, watch, url, input, init) {
   const given = init && init.signal;
   if (given) given.addEventListener('abort', () => controller.abort(given.reason), {once: true});
   let timer = null;
+  let last = performance.now();  // when the last byte (or the request) was seen
   const stall = () => {
     const e = new DOMException(`${url}: no data for ${watch.stallMs / 1000} s (the download stalled)`, 'TimeoutError');
     watch.record(url, e.message);
     controller.abort(e);
   };
-  const alive = () => {
-    clearTimeout(timer);
-    timer = setTimeout(stall, watch.stallMs);
+  // A timer that fires late because this thread was busy would take the bytes waiting behind it for a stall:
+  // a quiet spell counts only once this thread has been free for GRACE_MS to take what arrived.
+  const check = (confirming) => {
+    const quiet = performance.now() - last;
+    if (quiet < watch.stallMs) timer = setTimeout(() => check(false), watch.stallMs - quiet);
+    else if (!confirming) timer = setTimeout(() => check(true), GRACE_MS);
+    else if (performance.now() - last >= watch.stallMs + GRACE_MS) stall();
+    else timer = setTimeout(() => check(false), 0);
   };
-  alive();
+  const alive = () => { last = performance.now(); };
+  timer = setTimeout(() => check(false), watch.stallMs);
   let response;
   try {
     response = await passThrough.call(globalThis, input, {...(init || {}), signal: controller.signal});
@@ -64,6 +74,7 @@ async function watchedFetch(passThrough, watch, url, input, init) {
     watch.record(url, message);
     throw new TypeError(message);
   }
+  alive();
   if (!response.ok) {
     clearTimeout(timer);
     watch.record(url, `HTTP ${response.status} for ${url}`);

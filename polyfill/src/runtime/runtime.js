@@ -45,7 +45,9 @@ export class Runtime {
     this.booting = null;  // the worker being started (terminated if the boot fails)
     this.pagePromise = null;
     this.workerPromise = null;
-    this.workerStarted = null;  // resolves when the worker's Pyodide runs (or failed, or took too long)
+    // resolves when the worker's Pyodide runs (or took too long); to false when it failed: the boot fails with it,
+    // and a page Pyodide started then would only fetch what just failed beside the next attempt
+    this.workerStarted = null;
     this.releasePage = () => {};  // resolves workerStarted
     this.t0 = 0;
   }
@@ -236,7 +238,7 @@ export class Runtime {
       }
       this.workerPromise = this.#bootWorker(handoff).catch((e) => {
         this.workerPromise = null;
-        this.releasePage();
+        this.releasePage(false);
         throw e;
       });
     }
@@ -248,11 +250,13 @@ export class Runtime {
   async boot() {
     const engine = this.engine();
     if (!this.pagePromise) {
-      const page = this.pagePromise = this.workerStarted.then(() => this.#bootPage())
-        .catch((e) => {
-          if (this.pagePromise === page) this.pagePromise = null;  // (a retry may have started another)
-          throw e;
-        });
+      const page = this.pagePromise = this.workerStarted.then((started) => {
+        if (started === false) throw new Error('the WebNN worker did not start');
+        return this.#bootPage();
+      }).catch((e) => {
+        if (this.pagePromise === page) this.pagePromise = null;  // (a retry may have started another)
+        throw e;
+      });
     }
     let timer = null;
     const limit = bootLimit(this.config);
