@@ -9,7 +9,7 @@ python -m bench perf [--browsers chromium,firefox,webkit] [--cases mobilenetv2,m
                      [--memory-runs 1000] [--skip-startup] [--skip-node] [--skip-transfer] [--out reports]
 python -m bench report RUN_DIR
 python -m bench list [--out reports]
-python -m bench startup|soak|dispatch|network|models|memory [--help | OPTIONS]
+python -m bench startup|soak|dispatch|network|models|memory|faults [--help | OPTIONS]
 
 `perf` is `make bench` (bench/perf/run.py): the polyfill against onnxruntime-web in the same page, startup,
 LiteRT, the executor under Node; its run directory sits beside the comparison runs and is listed with them.
@@ -49,6 +49,7 @@ MODES = {
     "memory": ("bench.perf.memory", "the memory a page pays: blank, the context, MobileNetV2 against ORT's WASM EP"),
     "upstream": ("bench.upstream", "the fuzzer's native findings, minimized, as a table of upstream bugs with "
                  "reproducers (docs/upstream-bugs.md)"),
+    "faults": ("bench.faults", "the fault suite: every network and engine fault case, outcome and time per browser"),
 }
 
 

@@ -92,6 +92,12 @@ export const CONFIG_KEYS = Object.freeze({
   prebuiltSnapshot: true,
   // the page's Pyodide snapshot kept in the Origin Private File System; false: Cache Storage
   opfs: true,
+  // ms a Pyodide start (the page's, each worker's) may take before it fails with the step it reached (read at each
+  // start); null: 180000 (runtime/rpc.js BOOT_LIMIT_MS)
+  bootTimeoutMs: null,
+  // ms without a byte on a download of the polyfill's files (Pyodide, wheels, snapshots, the manifest) before that
+  // file fails; null: 30000 (boot/fetches.js FETCH_STALL_MS)
+  fetchStallMs: null,
   // how many execution workers contexts spread over; null: 2 on two or more cores, else 1
   workers: null,
   // true: a graph separable over its batch runs half of it on each of two workers (read at each build())

@@ -5,12 +5,15 @@
 import * as boot from './boot/for-engine.js';
 import {useOpfs} from './boot/snapstore.js';
 import {createEngine} from './engine/engine.js';
+import {holdLifeline} from './runtime/lifeline.js';
 import {switchesOf, workerSwitchOn} from './switches.js';
 
 const switches = switchesOf(import.meta.url);
 // the Pyodide snapshots in the Origin Private File System, or in Cache Storage (boot/snapstore.js)
 useOpfs(workerSwitchOn(switches, 'opfs'));
 
+// the page notices this worker's end, however it ends, by this lock's release (runtime/lifeline.js)
+holdLifeline(self.name, () => self.postMessage({type: 'lifeline'}));
 const receive = createEngine({
   post: (message, transfer) => self.postMessage(message, transfer),
   close: () => self.close(),

@@ -13,6 +13,7 @@ from pages import BOOT_TIMEOUT_MS, POLYFILL_BOOT, WEBKIT_OVER_WEBDRIVER, booted_
 from bench.cases import client_models as client_model_files
 from bench.server import dev_server as serve_dev_server
 from web.browsers import launch_args, native_chromium_launch_args, playwright_has
+from web.fault_injection import Faults
 from web.served_files import ServedFiles
 from web.webdriver import WebDriverUnavailable, webkitgtk_session
 
@@ -28,6 +29,14 @@ def dev_server(served_files: ServedFiles) -> Iterator[str]:
     """The project's FastAPI dev server, served by uvicorn in a thread on a free port; yields its base URL."""
     with serve_dev_server(wrap=served_files.wrap) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def fault_server() -> Iterator[tuple[str, Faults]]:
+    """A dev server of its own for the fault suite, behind web.fault_injection: (its base URL, its Faults)."""
+    faults = Faults()
+    with serve_dev_server(wrap=faults.wrap) as url:
+        yield url, faults
 
 
 @pytest.fixture(scope="session")

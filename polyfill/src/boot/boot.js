@@ -9,6 +9,7 @@
 // runners, scripts/pyodide_node.mjs).
 
 import {isSha256} from './digest.js';
+import {FETCH_STALL_MS, watchFetches} from './fetches.js';
 import {importPyodide, inFirefox, inServiceWorker} from './load-pyodide.js';
 import {prefetchSnapshot, startPyodide} from './snapshot.js';
 import {installNumpy, installWheel, numpyLockEntry} from './wheels.js';
@@ -73,6 +74,8 @@ export const BOOT_OPTIONS = Object.freeze({
   // written (lazy imports read them): `numpyLater` then resolves to {how, storeSite} once they are, and
   // `storeSite` is null until then
   deferNumpy: false,
+  // ms without a byte on a download of one of this boot's files before that file fails (fetches.js)
+  stallMs: FETCH_STALL_MS,
   // mark(stage, info), called after 'script', 'module' (info: {wasmModule}: pyodide.asm.wasm compiled or given,
   // not yet instantiated), 'runtime' (info: {snapshot, snapshotBytes, wasmModule}), 'numpy', 'wheels' (each when
   // installed) and 'packages'; with siteCache also 'siteOpen', 'siteRead', 'siteChecked'; with a prebuilt
@@ -94,9 +97,23 @@ export const BOOT_OPTIONS = Object.freeze({
  */
 export async function bootPyodide(options = {}) {
   const given = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined));
+  const {indexURL, lockFileURL, wheels, snapshot, stallMs} = {...BOOT_OPTIONS, ...given};
+  // every file this boot fetches: bounded, and a failure names it (fetches.js)
+  const watch = watchFetches([indexURL, lockFileURL, ...wheels.map((w) => w.url),
+    ...[snapshot.prebuilt, snapshot.numpyAsset].map((a) => a && a.url)].filter(Boolean), stallMs);
+  try {
+    return await boot({...BOOT_OPTIONS, ...given}, watch);
+  } catch (e) {
+    throw watch.explain(e);
+  } finally {
+    watch.release();
+  }
+}
+
+async function boot(options, watch) {
   const {indexURL, lockFileURL, env, stdout, stderr, args, wasmModule, numpy, wheels, packages, unpack, unzip,
-    siteCache, siteScope, early, stdlibCode, snapshotImports, deferNumpy, mark} = {...BOOT_OPTIONS, ...given};
-  let {snapshot} = {...BOOT_OPTIONS, ...given};
+    siteCache, siteScope, early, stdlibCode, snapshotImports, deferNumpy, mark} = options;
+  let {snapshot} = options;
   const viaFetch = unpack && fetchable(indexURL);
   // (The wheels are not fetched while Pyodide starts: Firefox's snapshot restore in the worker takes 0.4-0.6 s
   // longer beside the downloads and digests, more than they cost after it.)
@@ -135,7 +152,8 @@ export async function bootPyodide(options = {}) {
   let started;
   try {
     await started0.script;  // else loadPyodide imports it a second time
-    started = await startPyodide(loadPyodide, version, loadOptions, {...snapshot, mark});
+    // (Pyodide's loader never settles when it cannot fetch pyodide.asm.wasm: the watch's failure ends the wait)
+    started = await Promise.race([startPyodide(loadPyodide, version, loadOptions, {...snapshot, mark}), watch.failed]);
   } finally {
     wasm.release();
   }

@@ -15,8 +15,13 @@ export async function importPyodide(base) {
   try {
     return await import(/* webpackIgnore: true */ base + 'pyodide.mjs');
   } catch (e) {
-    if (typeof importScripts !== 'function') throw e;
-    importScripts(base + 'pyodide.js');
+    const failed = new Error(`${base}pyodide.mjs could not be imported: ${e && e.message ? e.message : e}`);
+    if (typeof importScripts !== 'function') throw failed;
+    try {
+      importScripts(base + 'pyodide.js');
+    } catch (_) {
+      throw failed;  // (a module worker refuses importScripts: the import's own error says why)
+    }
     return {loadPyodide: globalThis.loadPyodide, version: undefined};
   }
 }

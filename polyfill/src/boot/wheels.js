@@ -13,7 +13,8 @@
 // named SecurityError that says which file, the expected and the received digest), never a retry through
 // loadPackage(url), which checks nothing.  Other failures of the unpack path (an unexpected Pyodide) fall back
 // to loadPackage only where that is checked too (NumPy by name: Pyodide verifies it against its lock file) or
-// where there is nothing to check (no sha256 given).
+// where there is nothing to check (no sha256 given).  A failed download is an error that names the file, never a
+// fallback: loadPackage would fetch the same file, and report its failure only on the console.
 
 import {hex, integrityOf} from './digest.js';
 import {inflate} from './inflate.js';
@@ -27,9 +28,14 @@ async function fetchVerified(url, sha256) {
   const subtle = globalThis.crypto && globalThis.crypto.subtle;
   // Our own digest gives an error that names the file; fetch's integrity option, used where there is no
   // crypto.subtle, fails with a bare network TypeError.
-  const response = await fetch(url, integrity && !subtle ? {integrity} : {});
-  if (!response.ok) throw new Error(`HTTP ${response.status} for ${url}`);
-  const bytes = new Uint8Array(await response.arrayBuffer());
+  let bytes;
+  try {
+    const response = await fetch(url, integrity && !subtle ? {integrity} : {});
+    if (!response.ok) throw new Error(`HTTP ${response.status} for ${url}`);
+    bytes = new Uint8Array(await response.arrayBuffer());
+  } catch (e) {
+    throw notFetched(url, e);
+  }
   if (integrity && subtle) {
     const got = hex(await subtle.digest('SHA-256', bytes));
     if (got !== sha256) {
@@ -41,6 +47,12 @@ async function fetchVerified(url, sha256) {
 }
 
 const isIntegrityFailure = (e) => e instanceof DOMException && e.name === 'SecurityError';
+
+// A download that failed: loadPackage would fetch the same URL again, so no fallback is tried (tryUnpack)
+function notFetched(url, e) {
+  const message = e && e.message ? e.message : String(e);
+  return Object.assign(new Error(message.includes(url) ? message : `${url}: ${message}`), {notFetched: true});
+}
 
 // `installed` (optional) gets the wheel's top-level names in site-packages: `tops` (sitecache.js wheelTree)
 async function unpackWheel(py, url, sha256, {unzip = true, installed = null} = {}) {
@@ -129,12 +141,13 @@ function zipEntries(bytes) {
 }
 
 // install()'s answer ('unzipped' or 'unpacked') when it worked; otherwise false, and says why, so the caller
-// falls back to loadPackage; an integrity failure (or any failure when `strict`) is thrown instead
+// falls back to loadPackage; an integrity failure, a failed download (or any failure when `strict`) is thrown
+// instead
 async function tryUnpack(what, install, {strict = false} = {}) {
   try {
     return await install();
   } catch (e) {
-    if (strict || isIntegrityFailure(e)) throw e;
+    if (strict || isIntegrityFailure(e) || (e && e.notFetched)) throw e;
     console.warn(`WebNN polyfill: ${what} through loadPackage (${e && e.message ? e.message : e})`);
     return false;
   }

@@ -60,6 +60,11 @@ export function createEngine({post, close, switches, boot}) {
     if (started.numpyLater) {
       // every request after this one waits for NumPy's files (gate below)
       filesPending = started.numpyLater.then(() => { filesPending = null; });
+      // the engine cannot run a graph without them: it ends, and the page's createContext() rejects with why
+      filesPending.catch((e) => {
+        post({type: 'fatal', message: `the WebNN engine could not start: ${e && e.message ? e.message : e}`});
+        close();
+      });
     }
     return started.reply;
   }

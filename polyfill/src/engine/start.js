@@ -69,6 +69,7 @@ export async function startEngine(msg, {switches, progress, boot}) {
       numpyAsset},
     numpy: true,
     wheels: [{url: msg.coreWheelURL, sha256: msg.coreWheelSha256}], unpack: workerSwitchOn(switches, 'unpack'),
+    stallMs: msg.stallMs,
     unzip: workerSwitchOn(switches, 'unzip'), siteCache: workerSwitchOn(switches, 'sitecache'),
     // where NumPy comes imported its entry holds no .pyc of it (nothing compiled them): kept apart from the
     // entries a boot that imports NumPy stores and restores
@@ -139,7 +140,8 @@ export async function startEngine(msg, {switches, progress, boot}) {
   }
   stages.core = Math.round(performance.now() - t0);
   progress('worker-core', 'core loaded');
-  const reply = {ok: true, snapshot: booted.snapshot, numpySnapshot: booted.numpySnapshot,
+  // numpyPending: the page waits for NumPy's files ('worker-numpy-files') before it hands out a context
+  const reply = {ok: true, numpyPending: !!numpyLater, snapshot: booted.snapshot, numpySnapshot: booted.numpySnapshot,
     imported: booted.imported, numpy: booted.numpy, wheels: booted.wheels, stages, stdlibCode: stdlibUsed(pyodide)};
   return {pyodide, glue, direct, numpyLater, reply};
 }

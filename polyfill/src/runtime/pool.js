@@ -41,7 +41,7 @@ class WorkerPool {
       for (const fn of [...rt.lostListeners]) fn(worker, reason);
     }, rt.config);
     try {
-      await worker.request('init', rt.engineInit());
+      await worker.start(rt.engineInit());
     } catch (e) {
       worker.terminate(`the second WebNN worker could not start: ${e && e.message ? e.message : e}`);
       throw e;

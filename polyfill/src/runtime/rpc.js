@@ -19,7 +19,8 @@
 // `direct: false` or the worker URL's ?direct=0 switches it off: the client tells the engine in its 'init'.
 
 import {errorFromJson} from '../api/errors.js';
-import {configOn, configValue, switchesOf, workerSwitchOn} from '../switches.js';
+import {configOn, configValue, liveConfig, switchesOf, workerSwitchOn} from '../switches.js';
+import {lifelineName, watchLifeline} from './lifeline.js';
 import {spawnEngine} from './spawn.js';
 
 // message types that may wait for the end of the microtask checkpoint: small, their buffers are our own copies
@@ -32,9 +33,25 @@ const STAGED_MIN = 64 << 10;
 const STAGED_PER_SIZE = 4;
 const STAGED_BYTES = 64 << 20;
 
+// A Pyodide start that has not finished after this long has failed (config `bootTimeoutMs`).  Every download of
+// it is bounded on its own (boot/fetches.js: a stalled one fails at once), so this only ends what nothing else
+// notices; a cold start over a 5 Mbit/s link downloads about 40 MB (70 s) and a loaded 2-core machine adds
+// tens of seconds of compiling: three minutes leaves room for both.
+export const BOOT_LIMIT_MS = 180000;
+
+/** The config's bound on a start, in ms (bootTimeoutMs, read at each start), else BOOT_LIMIT_MS. */
+export function bootLimit(config) {
+  const live = liveConfig();
+  const given = Number(configValue('bootTimeoutMs' in live ? live : config, 'bootTimeoutMs'));
+  return given > 0 ? given : BOOT_LIMIT_MS;
+}
+
 export class WorkerClient {
   constructor(url, onProgress, onLost, config = null) {
-    this.worker = spawnEngine(url, configValue(config, 'engineURL'));
+    this.url = url;
+    this.lifeline = lifelineName();
+    this.unwatch = () => {};
+    this.worker = spawnEngine(url, configValue(config, 'engineURL'), this.lifeline);
     this.batching = configOn(config, 'batch');
     this.stagingOn = configOn(config, 'staging');
     this.direct = configOn(config, 'direct') && workerSwitchOn(switchesOf(url), 'direct');
@@ -48,10 +65,18 @@ export class WorkerClient {
     this.dead = null;
     this.onProgress = onProgress;
     this.onLost = onLost;
+    this.config = config;
+    this.lastStage = 'the worker script';  // the last step the worker reported, for an error that names it
+    // resolves once NumPy's files are written where the init reply came before them (boot/boot.js deferNumpy)
+    this.filesWritten = new Promise((resolve, reject) => { this.files = {resolve, reject}; });
+    this.filesWritten.catch(() => {});
     this.worker.onmessage = (e) => this.#receive(e.data);
+    this.started = false;  // whether the worker's script ran (it said so, or answered)
     this.worker.onerror = (e) => {
       e.preventDefault && e.preventDefault();
-      this.#die(`the WebNN worker failed: ${e.message || 'script error'}`);
+      // a module worker whose script (or an import of it) cannot be loaded gets an error event with no message
+      this.#die(this.started || e.message ? `the WebNN worker failed: ${e.message || 'script error'}`
+        : `the WebNN worker script ${url} could not be loaded (or failed as it started)`);
     };
     this.worker.onmessageerror = () => this.#die('the WebNN worker sent a message that could not be read');
   }
@@ -61,7 +86,18 @@ export class WorkerClient {
       for (const m of msg) this.#receive(m);
       return;
     }
-    if (msg.type === 'progress') { this.onProgress && this.onProgress(msg); return; }
+    this.started = true;
+    if (msg.type === 'lifeline') {
+      this.unwatch = watchLifeline(this.lifeline,
+        () => this.#die('the WebNN worker stopped (terminated, out of memory or crashed)'));
+      return;
+    }
+    if (msg.type === 'progress') {
+      this.lastStage = msg.stage;
+      if (msg.stage === 'worker-numpy-files') this.files.resolve();
+      this.onProgress && this.onProgress(msg);
+      return;
+    }
     if (msg.type === 'recycle') { msg.buffers.forEach((b) => this.restage(b)); return; }
     if (msg.type === 'fatal') { this.#die(msg.message); return; }
     if (msg.quiet) {  // a post() failed: the worker recorded the failure on the objects; say so in the console
@@ -106,6 +142,8 @@ export class WorkerClient {
   #die(reason) {
     if (this.dead) return;
     this.dead = reason;
+    this.unwatch();
+    this.files.reject(new Error(reason));
     this.staged.clear();
     this.stagedBytes = 0;
     this.outbox = [];
@@ -115,6 +153,24 @@ export class WorkerClient {
     this.onLost && this.onLost(reason);
     for (const {reject} of this.pending.values()) reject(new DOMException(reason, 'OperationError'));
     this.pending.clear();
+  }
+
+  /** The engine's 'init', bounded (bootLimit): resolves with its reply once the engine can run graphs (NumPy's
+   *  files written), or rejects with why not; a worker that did not start is terminated. */
+  async start(payload, transfer = []) {
+    const limit = bootLimit(this.config);
+    const timer = setTimeout(() => this.#die(`the WebNN worker did not start within ${limit / 1000} s `
+      + `(its last step: ${this.lastStage})`), limit);
+    try {
+      const ready = await this.request('init', payload, transfer);
+      if (ready && ready.numpyPending) await this.filesWritten;
+      return ready;
+    } catch (e) {
+      this.#die(e && e.message ? e.message : String(e));
+      throw e;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Send a request; resolves with the worker's result or rejects with the error it reports. */

@@ -4,17 +4,24 @@
 // Reports progress as `progress` events on webnnPolyfill.
 
 import {errorFromJson} from '../api/errors.js';
-import {WorkerClient} from './rpc.js';
+import {WorkerClient, bootLimit} from './rpc.js';
 import {bootPyodide} from '../boot/boot.js';
+import {watchFetches} from '../boot/fetches.js';
 import {inFirefox} from '../boot/load-pyodide.js';
 import {stdlibUsed} from '../boot/stdlibpyc.js';
-import {configOn} from '../switches.js';
+import {configOn, configValue} from '../switches.js';
 
 // the page's Pyodide waits at most this long for the worker's to start and hand it its compiled wasm and
 // snapshot (a cold first visit takes 3-4 s here, much longer on a loaded machine; a worker that fails
 // releases it at once): booting beside a slow worker would only slow both
 const PAGE_WAIT_LIMIT_MS = 60000;
 const STAGES = ['manifest', 'page-runtime', 'page-core', 'worker-runtime', 'worker-numpy', 'worker-core'];
+
+/** The config's bound on a stalled download, in ms (fetchStallMs), else undefined: boot/fetches.js's. */
+function fetchStall(config) {
+  const given = Number(configValue(config, 'fetchStallMs'));
+  return given > 0 ? given : undefined;
+}
 
 // What the worker hands over beside its compiled pyodide.asm.wasm, which it hands over in every browser
 // (engine/start.js handOver).  In Firefox a return visit is slower (0.3-1.7 s in six interleaved pairs) with the
@@ -35,9 +42,12 @@ export class Runtime {
     this.host = null;
     this.pageHeap = null;  // the page's Pyodide module, once it runs (pageHeapBytes)
     this.worker = null;
+    this.booting = null;  // the worker being started (terminated if the boot fails)
     this.pagePromise = null;
     this.workerPromise = null;
-    this.workerStarted = null;  // resolves when the worker's Pyodide runs (or failed, or took too long)
+    // resolves when the worker's Pyodide runs (or took too long); to false when it failed: the boot fails with it,
+    // and a page Pyodide started then would only fetch what just failed beside the next attempt
+    this.workerStarted = null;
     this.releasePage = () => {};  // resolves workerStarted
     this.t0 = 0;
   }
@@ -78,9 +88,13 @@ export class Runtime {
       this.#progress('manifest', 'core wheel named by the package');
     }
     if (!this.manifestPromise) {
-      this.manifestPromise = fetch(this.config.coreManifestURL, {cache: 'no-cache'}).then(async (r) => {
-        if (!r.ok) throw new Error(`HTTP ${r.status} for ${this.config.coreManifestURL}`);
-        const m = await r.json();
+      const url = this.config.coreManifestURL;
+      const watch = watchFetches([url], fetchStall(this.config));  // bounded, and a failure names it
+      this.manifestPromise = fetch(url, {cache: 'no-cache'}).then(async (r) => {
+        if (!r.ok) throw new Error(`HTTP ${r.status} for ${url}`);
+        const m = await r.json().catch((e) => {
+          throw new Error(`${url} is not a core manifest: ${e && e.message ? e.message : e}`);
+        });
         this.coreWheelURL = new URL(m.wheel, this.config.coreManifestURL).href;
         this.coreWheelSha256 = m.sha256;
         // the build's Pyodide snapshots (scripts/make_snapshot.mjs), when they were built: the bare one, and the
@@ -90,7 +104,9 @@ export class Runtime {
         this.numpySnapshotAsset = at(m.numpySnapshot);
         this.#progress('manifest', 'core manifest loaded');
         return m;
-      });
+      }).finally(() => watch.release());
+      // a failed boot is tried again from the start (boot)
+      this.manifestPromise.catch(() => { this.manifestPromise = null; });
     }
     return this.manifestPromise;
   }
@@ -110,7 +126,7 @@ export class Runtime {
       stdlibCode: configOn(this.config, 'stdlibCode'), snapshotImports: configOn(this.config, 'coreSnapshot'),
       snapshot: {use: true, make: true, given: handed.snapshot || null, givenNew: !!handed.made,
         prebuilt: this.prebuilt()},
-      wasmModule: handed.module || null,
+      wasmModule: handed.module || null, stallMs: fetchStall(this.config),
       wheels: [{url: this.coreWheelURL, sha256: this.coreWheelSha256}],
       mark: (stage) => {
         page[stage] = Math.round(performance.now() - t0);
@@ -146,7 +162,8 @@ export class Runtime {
       this.config.workerURL,
       (msg) => this.#progress(msg.stage, msg.message),
       (reason) => this.#workerLost(worker, reason), this.config);
-    const ready = await worker.request('init', {...this.engineInit(), handoff, handOver: handOverWhat()},
+    this.booting = worker;
+    const ready = await worker.start({...this.engineInit(), handoff, handOver: handOverWhat()},
       handoff ? [handoff] : []);
     if (ready && ready.snapshot) this.timings.snapshot = {...this.timings.snapshot, worker: ready.snapshot};
     // true: the worker's snapshot came with NumPy imported (boot/relink.js)
@@ -168,6 +185,7 @@ export class Runtime {
   engineInit() {
     return {pyodideURL: this.config.pyodideURL, lockFileURL: this.config.lockFileURL,
       coreWheelURL: this.coreWheelURL, coreWheelSha256: this.coreWheelSha256, snapshotAsset: this.prebuilt(),
+      stallMs: fetchStall(this.config),
       numpySnapshotAsset: this.prebuilt() && this.numpySnapshotAsset};
   }
 
@@ -220,28 +238,54 @@ export class Runtime {
       }
       this.workerPromise = this.#bootWorker(handoff).catch((e) => {
         this.workerPromise = null;
-        this.releasePage();
+        this.releasePage(false);
         throw e;
       });
     }
     return this.workerPromise;
   }
 
-  /** Boot whatever is not running yet; resolves when builder and worker are both ready. */
+  /** Boot whatever is not running yet; resolves when builder and worker are both ready, or rejects within
+   *  bootLimit with why not.  After a failure the next call starts again from the manifest. */
   async boot() {
     const engine = this.engine();
     if (!this.pagePromise) {
-      this.pagePromise = this.workerStarted.then(() => this.#bootPage())
-        .catch((e) => { this.pagePromise = null; throw e; });
+      const page = this.pagePromise = this.workerStarted.then((started) => {
+        if (started === false) throw new Error('the WebNN worker did not start');
+        return this.#bootPage();
+      }).catch((e) => {
+        if (this.pagePromise === page) this.pagePromise = null;  // (a retry may have started another)
+        throw e;
+      });
     }
+    let timer = null;
+    const limit = bootLimit(this.config);
+    const late = new Promise((_, reject) => {
+      timer = setTimeout(() => {
+        // (the worker's own start is bounded the same way, from its spawn: rpc.js start)
+        if (this.callJson) {
+          reject(new Error(`the WebNN worker was not ready within ${limit / 1000} s`));
+          return;
+        }
+        this.pagePromise = null;
+        const step = this.booting && !this.booting.dead ? `; the worker's last step: ${this.booting.lastStage}` : '';
+        reject(new Error(`the page's Pyodide did not start within ${limit / 1000} s${step}`));
+      }, limit);
+    });
     try {
-      const [, worker] = await Promise.all([this.pagePromise, engine]);
+      const [, worker] = await Promise.race([Promise.all([this.pagePromise, engine]), late]);
       this.timings.total = Math.round(performance.now() - this.t0);
       this.#progress('ready', 'WebNN polyfill ready');
       return worker;
     } catch (e) {
+      // nothing of a failed boot is kept: the next attempt starts a fresh worker, and a page Pyodide of its own
+      // unless this one already runs (one still starting may be waiting on the file that failed)
+      if (this.booting && this.booting !== this.worker) this.booting.terminate(`the WebNN polyfill could not start`);
+      if (!this.callJson) this.pagePromise = null;
       throw new DOMException(`the WebNN polyfill could not start: ${e && e.message ? e.message : e}`,
         'NotSupportedError');
+    } finally {
+      clearTimeout(timer);
     }
   }
 

@@ -26,9 +26,9 @@ function sameOrigin(url) {
   }
 }
 
-/** A module Worker running the worker script at `url` (absolute). */
-export function spawnWorker(url) {
-  const options = {type: 'module', name: 'webnn-polyfill'};
+/** A module Worker running the worker script at `url` (absolute), named `name` (lifeline.js). */
+export function spawnWorker(url, name) {
+  const options = {type: 'module', name};
   if (sameOrigin(url)) return new Worker(url, options);
   const source = `import ${JSON.stringify(url)};\n`;
   // not revoked: a few bytes per worker started, and no race with the browser's fetch of the blob
@@ -97,7 +97,7 @@ export function engineThread() {
 }
 
 /** The execution engine for the worker script at `url`: a Worker, or the in-thread engine's port (its code
- *  from the engine script at `engineURL`). */
-export function spawnEngine(url, engineURL) {
-  return engineThread() === 'worker' ? spawnWorker(url) : inThreadEngine(url, engineURL);
+ *  from the engine script at `engineURL`); a worker is named `name` (lifeline.js). */
+export function spawnEngine(url, engineURL, name) {
+  return engineThread() === 'worker' ? spawnWorker(url, name) : inThreadEngine(url, engineURL);
 }

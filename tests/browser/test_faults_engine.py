@@ -1,0 +1,103 @@
+"""Fault suite: the execution engine dies.  A worker that ends (terminated from outside, closed, out of memory)
+sends nothing and fires no `error` event: the polyfill notices it by the Web Lock the worker held
+(polyfill/src/runtime/lifeline.js).  Then every pending call of its contexts rejects, `lost` resolves with a
+message, calls after it reject, a context on another worker keeps working, a new context works, and the page sees
+no unhandled rejection.  https://www.w3.org/TR/webnn/#dom-mlcontext-lost
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fault_cases import CASE_WAIT_MS, fault_page
+from pages import over_webdriver
+
+from web.fault_injection import Faults
+
+pytestmark = [pytest.mark.browser, pytest.mark.fault]
+
+# Two contexts on two workers (the second context gets a worker of its own), a read left pending on the first;
+# then `kill` ends the first worker from outside.  Returns what each call came to.
+SETUP_JS = r"""
+async () => {
+  const P = webnnPolyfill;
+  const ctx = await P.ml.createContext();
+  const other = await P.ml.createContext();
+  await runRelu(ctx);
+  const desc = {dataType: 'float32', shape: [4], readable: true, writable: true};
+  const t = await ctx.createTensor(desc);
+  window.dying = {ctx, other, desc, t, workers: window.faultWorkers.length};
+  return {workers: window.faultWorkers.length};
+}
+"""
+
+OUTCOMES_JS = r"""
+async ({wait, pendingRead}) => {
+  const P = webnnPolyfill;
+  const {ctx, other, desc, t} = window.dying;
+  const t0 = performance.now();
+  // a read issued before the worker was noticed gone (pending, or sent to a worker already dead)
+  const read = within(pendingRead ? window.dying.read : ctx.readTensor(t), wait, 'readTensor');
+  const lost = await within(ctx.lost.then((info) => info.message), wait, 'context.lost');
+  const out = {lost, read: await read, lostMs: Math.round(performance.now() - t0)};
+  out.createTensor = await within(ctx.createTensor(desc), wait, 'createTensor after the loss');
+  out.build = await within((async () => {
+    const b = new P.MLGraphBuilder(ctx);
+    return b.build({y: b.relu(b.input('x', {dataType: 'float32', shape: [4]}))});
+  })(), wait, 'build after the loss');
+  out.other = await within(runRelu(other), wait, 'the other context');
+  out.fresh = await within(P.ml.createContext().then(runRelu), wait, 'a new context');
+  // (a rejection nobody handles is reported after the microtasks that made it)
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  out.unhandled = window.unhandled;
+  return out;
+}
+"""
+
+
+def _check(out: dict[str, Any]) -> None:
+    assert "ok" in out["lost"] and "worker" in out["lost"]["ok"], out
+    assert "error" in out["read"] and not out["read"]["error"].startswith("pending"), out
+    for call in ("createTensor", "build"):
+        assert out[call].get("error", "").startswith("InvalidStateError"), (call, out)
+    assert out["other"] == {"ok": [1, 0, 3, 0]}, out
+    assert out["fresh"] == {"ok": [1, 0, 3, 0]}, out
+    assert out["unhandled"] == [], out
+
+
+def test_a_terminated_worker_rejects_its_pending_read_and_loses_its_context(
+        request: pytest.FixtureRequest, browser_name: str, fault_server: tuple[str, Faults]) -> None:
+    base, faults = fault_server
+    with fault_page(request, browser_name, base, faults, workers=2) as page:
+        assert page.evaluate(SETUP_JS)["workers"] == 2
+        # the read leaves in the same task as the worker's end: it can never be answered
+        page.evaluate("() => { const d = window.dying; d.read = d.ctx.readTensor(d.t); d.read.catch(() => {});"
+                      " window.faultWorkers[0].terminate(); }")
+        _check(page.evaluate(OUTCOMES_JS, {"wait": CASE_WAIT_MS, "pendingRead": True}))
+
+
+def _name(worker: Any) -> str | None:
+    """A Playwright worker's global name, or None where Playwright cannot evaluate in it."""
+    try:
+        return str(worker.evaluate("() => self.name"))
+    except Exception:  # noqa: BLE001  (Firefox over WebDriver BiDi lists workers it cannot reach)
+        return None
+
+
+def test_a_worker_that_closes_itself_loses_its_context(
+        request: pytest.FixtureRequest, browser_name: str, fault_server: tuple[str, Faults]) -> None:
+    if over_webdriver(request, browser_name):
+        pytest.skip("reaches into the worker through Playwright's page.workers")
+    base, faults = fault_server
+    with fault_page(request, browser_name, base, faults, workers=2) as page:
+        assert page.evaluate(SETUP_JS)["workers"] == 2
+        name = page.evaluate("() => window.faultWorkers[0].faultName")
+        first = [w for w in page.workers if _name(w) == name]
+        if not first:
+            pytest.skip(f"Playwright reaches no worker of this {browser_name} page ({len(page.workers)} listed)")
+        try:
+            first[0].evaluate("() => { setTimeout(() => self.close(), 0); }")
+        except Exception:  # noqa: BLE001  the worker may be gone before Playwright's answer
+            pass
+        _check(page.evaluate(OUTCOMES_JS, {"wait": CASE_WAIT_MS, "pendingRead": False}))
