@@ -9,7 +9,7 @@ python -m bench perf [--browsers chromium,firefox,webkit] [--cases mobilenetv2,m
                      [--memory-runs 1000] [--skip-startup] [--skip-node] [--skip-transfer] [--out reports]
 python -m bench report RUN_DIR
 python -m bench list [--out reports]
-python -m bench startup|soak|dispatch|network|models|memory|faults [--help | OPTIONS]
+python -m bench startup|soak|dispatch|network|models|memory|faults|upstream [--help | OPTIONS]
 
 `perf` is `make bench` (bench/perf/run.py): the polyfill against onnxruntime-web in the same page, startup,
 LiteRT, the executor under Node; its run directory sits beside the comparison runs and is listed with them.

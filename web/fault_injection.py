@@ -32,10 +32,12 @@ class DroppedConnection(Exception):
 
 @dataclass
 class Fault:
-    """A fault for every request whose path contains `match`; `hits` counts the requests it met."""
+    """A fault for every request whose path contains `match` (the first `times` of them only, when given); `hits`
+    counts the requests it met."""
 
     match: str
     kind: str
+    times: int | None = None
     hits: int = 0
 
 
@@ -53,11 +55,12 @@ class Faults:
         """A fresh `/run-<n>` prefix for one run of a case (see the module's docstring)."""
         return f"/run-{next(self._runs)}"
 
-    def inject(self, match: str, kind: str) -> Fault:
-        """From now on, answer requests whose path contains `match` with fault `kind` (one of KINDS)."""
+    def inject(self, match: str, kind: str, times: int | None = None) -> Fault:
+        """From now on, answer requests whose path contains `match` with fault `kind` (one of KINDS): every one, or
+        the first `times`."""
         if kind not in KINDS:
             raise ValueError(f"fault kind {kind!r}: expected one of {', '.join(KINDS)}")
-        fault = Fault(match, kind)
+        fault = Fault(match, kind, times)
         self.rules.append(fault)
         return fault
 
@@ -71,7 +74,7 @@ class Faults:
             loop.call_soon_threadsafe(event.set)
 
     def _fault_for(self, path: str) -> Fault | None:
-        return next((f for f in self.rules if f.match in path), None)
+        return next((f for f in self.rules if f.match in path and (f.times is None or f.hits < f.times)), None)
 
     def wrap(self, app: Any) -> Any:
         """The ASGI middleware: strips a run prefix, then serves the request or its fault."""

@@ -8,6 +8,8 @@ import {createEngine} from './engine/engine.js';
 import {holdLifeline} from './runtime/lifeline.js';
 import {switchesOf, workerSwitchOn} from './switches.js';
 
+// first of all: the page knows this worker's script runs (runtime/rpc.js holds its messages until then)
+self.postMessage({type: 'hello'});
 const switches = switchesOf(import.meta.url);
 // the Pyodide snapshots in the Origin Private File System, or in Cache Storage (boot/snapstore.js)
 useOpfs(workerSwitchOn(switches, 'opfs'));

@@ -112,3 +112,18 @@ def test_a_failed_start_names_the_file_and_a_retry_works(request: pytest.Fixture
         again = page.evaluate(START_JS, CASE_WAIT_MS)
         assert again.get("ok") == [1, 0, 3, 0], (failed, again)
         assert page.evaluate("() => window.unhandled") == [], failed
+
+
+def test_a_worker_whose_script_never_runs_is_replaced(request: pytest.FixtureRequest, browser_name: str,
+                                                      fault_server: tuple[str, Faults]) -> None:
+    """The first execution worker's script stalls after its first bytes, so it never runs (as Firefox sometimes
+    leaves a nested worker started beside others): a second worker is started after 10 s (runtime/rpc.js), the
+    context works and bootTimings counts both workers."""
+    base, faults = fault_server
+    with fault_page(request, browser_name, base, faults) as page:
+        fault = faults.inject(_files(base)["worker"], "stall", times=1)
+        got = page.evaluate(START_JS, CASE_WAIT_MS)
+        assert fault.hits == 1
+        assert got.get("ok") == [1, 0, 3, 0], got
+        assert page.evaluate("() => webnnPolyfill.bootTimings.workerStarts") == 2
+        assert page.evaluate("() => window.unhandled") == []

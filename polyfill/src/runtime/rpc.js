@@ -21,7 +21,7 @@
 import {errorFromJson} from '../api/errors.js';
 import {configOn, configValue, liveConfig, switchesOf, workerSwitchOn} from '../switches.js';
 import {lifelineName, watchLifeline} from './lifeline.js';
-import {spawnEngine} from './spawn.js';
+import {engineThread, spawnEngine} from './spawn.js';
 
 // message types that may wait for the end of the microtask checkpoint: small, their buffers are our own copies
 const BATCHED = new Set(['write', 'dispatch', 'read', 'createTensor', 'destroyTensor', 'destroyGraph',
@@ -38,6 +38,10 @@ const STAGED_BYTES = 64 << 20;
 // notices; a cold start over a 5 Mbit/s link downloads about 40 MB (70 s) and a loaded 2-core machine adds
 // tens of seconds of compiling: three minutes leaves room for both.
 export const BOOT_LIMIT_MS = 180000;
+// A nested worker's script runs within a second of its start even on a loaded 2-core machine or a 5 Mbit/s link
+// (the script is 90 kB): one that has not in 10 s never will, and another is started, at most 3 in all
+const WORKER_START_MS = 10000;
+const WORKER_START_TRIES = 3;
 
 /** The config's bound on a start, in ms (bootTimeoutMs, read at each start), else BOOT_LIMIT_MS. */
 export function bootLimit(config) {
@@ -51,7 +55,9 @@ export class WorkerClient {
     this.url = url;
     this.lifeline = lifelineName();
     this.unwatch = () => {};
-    this.worker = spawnEngine(url, configValue(config, 'engineURL'), this.lifeline);
+    this.engineURL = configValue(config, 'engineURL');
+    this.spawns = 0;  // workers started for this client: more than 1 where one never ran its script
+    this.startTimer = null;
     this.batching = configOn(config, 'batch');
     this.stagingOn = configOn(config, 'staging');
     this.direct = configOn(config, 'direct') && workerSwitchOn(switchesOf(url), 'direct');
@@ -70,15 +76,60 @@ export class WorkerClient {
     // resolves once NumPy's files are written where the init reply came before them (boot/boot.js deferNumpy)
     this.filesWritten = new Promise((resolve, reject) => { this.files = {resolve, reject}; });
     this.filesWritten.catch(() => {});
-    this.worker.onmessage = (e) => this.#receive(e.data);
-    this.started = false;  // whether the worker's script ran (it said so, or answered)
-    this.worker.onerror = (e) => {
+    // whether the worker's script ran (it said so, or answered): until then what is sent waits in the outbox
+    this.started = engineThread() !== 'worker';
+    this.#spawn();
+  }
+
+  // A nested module worker is started, and restarted where its script never runs: Firefox, starting several
+  // workers that each start the polyfill's (a loaded machine, pages whose workers all boot at once), sometimes
+  // never runs a nested worker's script, with no error (measured: 4 of 120 boots, 4 dedicated workers at a time);
+  // a second worker for the same script starts.  A worker that was never started received nothing: what was sent
+  // to it waited here (the handoff port too), and goes to the next one.
+  #spawn() {
+    this.spawns++;
+    const worker = this.worker = spawnEngine(this.#scriptURL(), this.engineURL, this.lifeline);
+    worker.onmessage = (e) => this.#receive(e.data);
+    worker.onerror = (e) => {
       e.preventDefault && e.preventDefault();
       // a module worker whose script (or an import of it) cannot be loaded gets an error event with no message
       this.#die(this.started || e.message ? `the WebNN worker failed: ${e.message || 'script error'}`
-        : `the WebNN worker script ${url} could not be loaded (or failed as it started)`);
+        : `the WebNN worker script ${this.url} could not be loaded (or failed as it started)`);
     };
-    this.worker.onmessageerror = () => this.#die('the WebNN worker sent a message that could not be read');
+    worker.onmessageerror = () => this.#die('the WebNN worker sent a message that could not be read');
+    if (!this.started) this.startTimer = setTimeout(() => this.#notStarted(worker), WORKER_START_MS);
+  }
+
+  // The worker script's URL for this start: a restart asks for it anew (a browser may hold the stalled first
+  // download and make a second request for the same URL wait behind it)
+  #scriptURL() {
+    if (this.spawns < 2) return this.url;
+    try {
+      const url = new URL(this.url);
+      url.searchParams.set('start', String(this.spawns));
+      return url.href;
+    } catch (e) {
+      return this.url;
+    }
+  }
+
+  #notStarted(worker) {
+    if (this.started || this.dead || worker !== this.worker) return;
+    worker.onmessage = worker.onerror = worker.onmessageerror = null;
+    worker.terminate();
+    const waited = `${WORKER_START_MS / 1000} s`;
+    if (this.spawns >= WORKER_START_TRIES) {
+      this.#die(`the WebNN worker script ${this.url} did not run (${this.spawns} workers started, each given ${waited})`);
+      return;
+    }
+    console.warn(`WebNN polyfill: the execution worker did not run its script within ${waited}; starting another`);
+    this.#spawn();
+  }
+
+  #started() {
+    this.started = true;
+    clearTimeout(this.startTimer);
+    this.#flush();
   }
 
   #receive(msg) {
@@ -86,7 +137,8 @@ export class WorkerClient {
       for (const m of msg) this.#receive(m);
       return;
     }
-    this.started = true;
+    if (!this.started) this.#started();
+    if (msg.type === 'hello') return;
     if (msg.type === 'lifeline') {
       this.unwatch = watchLifeline(this.lifeline,
         () => this.#die('the WebNN worker stopped (terminated, out of memory or crashed)'));
@@ -199,7 +251,7 @@ export class WorkerClient {
   }
 
   #send(message, transfer) {
-    if (!this.batching) {
+    if (!this.batching && this.started) {
       this.worker.postMessage(message, transfer);
       return;
     }
@@ -210,7 +262,7 @@ export class WorkerClient {
   }
 
   #flush() {
-    if (!this.outbox.length || this.dead) return;
+    if (!this.outbox.length || this.dead || !this.started) return;
     const batch = this.outbox;
     const transfer = this.transfers;
     this.outbox = [];

@@ -165,6 +165,8 @@ export class Runtime {
     this.booting = worker;
     const ready = await worker.start({...this.engineInit(), handoff, handOver: handOverWhat()},
       handoff ? [handoff] : []);
+    // workers started before one ran its script (rpc.js #spawn): 1 but where a browser never ran one
+    this.timings.workerStarts = worker.spawns;
     if (ready && ready.snapshot) this.timings.snapshot = {...this.timings.snapshot, worker: ready.snapshot};
     // true: the worker's snapshot came with NumPy imported (boot/relink.js)
     if (ready) this.timings.numpySnapshot = !!ready.numpySnapshot;
