@@ -51,7 +51,7 @@ function coreEnvironment(switches) {
  * the init reply (null where they already are), `reply` the init reply.
  */
 export async function startEngine(msg, {switches, progress, boot}) {
-  const {bootPyodide, inFirefox, lastRelink, stdlibUsed} = boot;
+  const {bootPyodide, cacheLog, inFirefox, lastRelink, stdlibUsed} = boot;
   // the worker's own clock, since its first line ran: the page's stage times lag while its thread is busy
   const t0 = performance.now();
   const stages = {};
@@ -140,6 +140,7 @@ export async function startEngine(msg, {switches, progress, boot}) {
   stages.core = Math.round(performance.now() - t0);
   progress('worker-core', 'core loaded');
   const reply = {ok: true, snapshot: booted.snapshot, numpySnapshot: booted.numpySnapshot,
-    imported: booted.imported, numpy: booted.numpy, wheels: booted.wheels, stages, stdlibCode: stdlibUsed(pyodide)};
+    imported: booted.imported, numpy: booted.numpy, wheels: booted.wheels, stages, stdlibCode: stdlibUsed(pyodide),
+    cache: cacheLog()};
   return {pyodide, glue, direct, numpyLater, reply};
 }
