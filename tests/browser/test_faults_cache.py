@@ -221,17 +221,18 @@ def test_the_changed_constant_matters(browser: Any, dev_server: str) -> None:
 
 # Storage as the browser fails it, in the page and in the worker (whose script the route prefixes with the same
 # lines): 'refused' throws on opening either store (a private mode, a blocked origin); 'full' opens them and
-# throws QuotaExceededError on every write
+# throws QuotaExceededError on every write.  (The interfaces exist in secure contexts only: not in the blank
+# document a new page starts with.)
 REFUSE = {
     "refused": """(() => {
   const no = () => Promise.reject(new DOMException('storage is not allowed here', 'SecurityError'));
-  StorageManager.prototype.getDirectory = no;
-  CacheStorage.prototype.open = no;
+  if (globalThis.StorageManager) StorageManager.prototype.getDirectory = no;
+  if (globalThis.CacheStorage) CacheStorage.prototype.open = no;
 })();
 """,
     "full": """(() => {
   const full = () => new DOMException('the quota is used up', 'QuotaExceededError');
-  Cache.prototype.put = () => Promise.reject(full());
+  if (globalThis.Cache) Cache.prototype.put = () => Promise.reject(full());
   if (globalThis.FileSystemWritableFileStream) FileSystemWritableFileStream.prototype.write = () => Promise.reject(full());
   if (globalThis.FileSystemSyncAccessHandle) FileSystemSyncAccessHandle.prototype.write = () => { throw full(); };
 })();
@@ -290,8 +291,8 @@ def test_two_tabs_first_visits_at_once_keep_good_caches(browser: Any, dev_server
 
 
 # The site-packages entries of the core wheel (polyfill/src/boot/sitecache.js): each copied under the key an older
-# core wheel's would have (another sha256) and an older format's, then deleted, as before a new core wheel's first
-# visit; resolves to the keys of the copies
+# core wheel's would have (another sha256) and an older format's, then deleted: the state a new core wheel's first
+# visit finds; resolves to the keys of the copies
 OLDER_SITE = """async () => {
   const cache = await caches.open('webnn-polyfill-site');
   const made = [];
