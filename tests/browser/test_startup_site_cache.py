@@ -70,7 +70,8 @@ DAMAGE = """async ({key, mode}) => {
     sha256 = Array.from(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes)),
       (v) => v.toString(16).padStart(2, '0')).join('');
   }
-  await cache.put(key, new Response(bytes, {headers: {'x-site-sha256': sha256}}));
+  // (its other headers kept: the key it names is its own)
+  await cache.put(key, new Response(bytes, {headers: {...Object.fromEntries(response.headers), 'x-site-sha256': sha256}}));
 }""".replace("@CACHE@", CACHE)
 
 

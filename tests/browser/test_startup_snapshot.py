@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from pages import open_page
+from stored_snapshots import page_function
 
 from web.browsers import launch_args
 from web.settings import Settings
@@ -64,46 +65,24 @@ STORED_JS = """async () => {
   return names.concat((await cache.keys()).map((r) => r.url));
 }"""
 
-# Damages the stored snapshot whose key holds `which`, where it is (OPFS: a snapshot, then its trailer of length
-# and magic; Cache Storage: a response with its length in a header); 'torn': an OPFS file cut short, trailer and
-# all, as a write cut off would leave it.  Resolves to the store it damaged.
-DAMAGE = """async ([mode, which]) => {
-  const change = (bytes) => {
-    if (mode === 'magic') bytes[0] ^= 0xff;
-    if (mode === 'build-id') bytes[20] ^= 0xff;
-    if (mode === 'truncated') bytes = bytes.slice(0, bytes.length - 4096);
-    return bytes;
-  };
-  let dir = null;
-  try {
-    dir = await (await navigator.storage.getDirectory()).getDirectoryHandle('webnn-polyfill-pyodide-snapshot');
-  } catch (e) {}
-  const names = [];
-  if (dir) for await (const name of dir.keys()) names.push(name);
-  const name = names.find((n) => decodeURIComponent(n).includes(which) && !n.includes('.part-'));
-  if (name) {
-    const handle = await dir.getFileHandle(name);
-    const file = new Uint8Array(await (await handle.getFile()).arrayBuffer());
-    let out;
-    if (mode === 'torn') {
-      out = file.slice(0, file.length - 65536 - 8);
-    } else {
-      const bytes = change(file.slice(0, file.length - 8));
-      out = new Uint8Array(bytes.length + 8);
-      out.set(bytes);
-      new Uint32Array(out.buffer, bytes.length, 2).set([bytes.length, 0x534e4e57]);
-    }
-    const w = await handle.createWritable();
-    await w.write(out);
-    await w.close();
-    return 'opfs';
+# Damages the stored snapshot whose key holds `which` in ways its checks at read time do not see (it is stored again
+# as a whole, consistent entry: stored_snapshots.py): the snapshot's magic number, Pyodide's build id, its length;
+# 'torn': an OPFS file cut short, trailer and all, as a write cut off would leave it.  Resolves to the store it
+# damaged.
+DAMAGE = page_function("""
+  const [mode, which] = arg;
+  const [entry] = await snapshotEntries(which);
+  if (mode === 'torn') {
+    await putSnapshotFile(entry.store, entry.name, entry.file.slice(0, entry.file.length - 65536 - 8));
+    return entry.store;
   }
-  const cache = await caches.open('webnn-polyfill-pyodide-snapshot');
-  const key = (await cache.keys()).find((r) => r.url.includes(which));
-  const bytes = change(new Uint8Array(await (await cache.match(key)).arrayBuffer()));
-  await cache.put(key, new Response(bytes, {headers: {'x-snapshot-length': String(bytes.length)}}));
-  return 'cache';
-}"""
+  let bytes = snapshotBytes(entry);
+  if (mode === 'magic') bytes[0] ^= 0xff;
+  if (mode === 'build-id') bytes[20] ^= 0xff;
+  if (mode === 'truncated') bytes = bytes.slice(0, bytes.length - 4096);
+  await sealSnapshot(entry.store, entry.name, entry.key, bytes);
+  return entry.store;
+""")
 
 
 VISIT = VISIT_JS.replace("STORED_JS", STORED_JS, 1)

@@ -4,6 +4,7 @@
 // keeps one copy of the boot layer and of its state (the wrapped wasm instantiation, the relink hook).
 
 export {bootPyodide} from './boot.js';
+export {cacheLog} from './cachelog.js';
 export {inFirefox} from './load-pyodide.js';
 export {lastRelink} from './relink.js';
 export {stdlibUsed} from './stdlibpyc.js';

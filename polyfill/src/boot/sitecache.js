@@ -16,15 +16,21 @@
 //
 // Keyed by the Pyodide version, whose Pyodide it is (`scope`: the page's and the worker's import different
 // modules, so their .pyc differ) and the wheel's sha256 (NumPy's from Pyodide's lock file, the core wheel's from
-// the manifest): a new wheel is a new key.  The entry carries the sha256 of its own bytes; one that does not
-// match (damaged storage), or that does not parse, is deleted and the visit installs that wheel as if there were
-// none, then stores a fresh entry.  No Cache Storage (plain http, some private modes): nothing is kept.
+// the manifest): a new wheel is a new key.  The entry carries the sha256 of its own bytes and its key; one that
+// does not match (damaged storage, another entry's bytes), or that does not parse, is deleted (said on the console
+// and in bootTimings.cache: cachelog.js) and the visit installs that wheel as if there were none, then stores a
+// fresh entry.  Once an entry is stored, the entries it replaces are deleted: the same wheel's (by name) of the
+// same scope from another wheel file or Pyodide version, and those of older formats.  No Cache Storage (plain
+// http, some private modes): nothing is kept.
 
-import {hex} from './digest.js';
+import {noteCheck, noteDropped, noteRefused} from './cachelog.js';
+import {sha256Hex} from './digest.js';
 import {openCache} from './snapstore.js';
+import {STDLIB_CODE_FILE} from './stdlibpyc.js';
 
 const CACHE = 'webnn-polyfill-site';
-const FORMAT = 2;  // bump to orphan entries made by older polyfill code (1: one entry of all the wheels)
+const FORMAT = 3;  // bump to orphan entries made by older polyfill code (2: no key in the entry)
+const PREFIX = 'webnn-site-v';
 const MAGIC = 0x31535057;  // 'WPS1'
 // every file's mtime (ms), so a .pyc written on one visit matches its source on the next
 export const SITE_MTIME_MS = 315532800000;  // 1980-01-01, as zip dates begin
@@ -34,8 +40,19 @@ export const sitePackagesOf = (py) => py.runPython('import site; site.getsitepac
 
 /** The Cache Storage key of one wheel's entry (scope: whose site-packages, e.g. 'worker'). */
 export function siteKey(indexURL, version, scope, sha256) {
-  return new URL(`webnn-site-v${FORMAT}-${encodeURIComponent(version)}-${encodeURIComponent(scope)}-${sha256}.bin`,
+  return new URL(`${PREFIX}${FORMAT}-${encodeURIComponent(version)}-${encodeURIComponent(scope)}-${sha256}.bin`,
     indexURL).href;
+}
+
+// what an entry holds, for the entries it replaces: its scope (from its key: siteKey) and its wheel's name (the
+// project part of its .dist-info folder; without one, its top-level names)
+function holding(key, files) {
+  const name = key.slice(key.lastIndexOf('/') + 1);
+  const rest = name.slice(`${PREFIX}${FORMAT}-`.length, name.length - '-.bin'.length - 64);
+  const scope = rest.slice(rest.indexOf('-') + 1);  // after the version (Pyodide's versions hold no '-')
+  const tops = [...new Set(files.map((f) => f.path.split('/')[0]))].sort();
+  const info = tops.find((t) => t.endsWith('.dist-info'));
+  return `${scope} ${info ? info.split('-')[0] : tops.filter((t) => t !== STDLIB_CODE_FILE).join(',')}`;
 }
 
 // Files no import reads, left out of the entries: type stubs, and C headers and static libraries for compiling
@@ -69,18 +86,25 @@ export async function readSite(key, mark = () => {}) {
   const cache = await openCache(CACHE);
   mark('siteOpen');
   if (!cache || !globalThis.crypto || !crypto.subtle) return null;
-  let bytes;
+  let response;
   try {
-    const response = await cache.match(key);
-    if (!response) return null;
-    bytes = new Uint8Array(await response.arrayBuffer());
+    response = await cache.match(key);
+  } catch (e) {
+    return null;
+  }
+  if (!response) return null;
+  try {
+    if (response.headers.get('x-site-key') !== key) throw new Error('it holds another entry');
+    const bytes = new Uint8Array(await response.arrayBuffer());
     mark('siteRead');
-    const got = hex(await crypto.subtle.digest('SHA-256', bytes));
-    if (got !== response.headers.get('x-site-sha256')) throw new Error('its sha256 does not match');
+    const t0 = performance.now();
+    const got = await sha256Hex(bytes);
+    noteCheck('site', performance.now() - t0);
+    if (got !== response.headers.get('x-site-sha256')) throw new Error('its bytes do not match their sha256');
     mark('siteChecked');
     return parse(bytes);
   } catch (e) {
-    console.warn(`WebNN polyfill: dropping a damaged site-packages cache entry (${e && e.message ? e.message : e})`);
+    noteDropped(key, e && e.message ? e.message : String(e));
     await cache.delete(key).catch(() => {});
     return null;
   }
@@ -120,13 +144,34 @@ export async function writeSite(key, files) {
     bytes.set(f.data, at);
     at += f.data.length;
   }
+  const holds = holding(key, files);
   try {
-    const sha256 = hex(await crypto.subtle.digest('SHA-256', bytes));
+    const sha256 = await sha256Hex(bytes);
     const put = cache.put(key, new Response(bytes, {headers: {'content-type': 'application/octet-stream',
-      'x-site-sha256': sha256}}));
-    return {stored: put.then(() => true, () => false)};
+      'x-site-sha256': sha256, 'x-site-key': key, 'x-site-holds': holds}}));
+    return {stored: put.then(() => dropReplaced(cache, key, holds).then(() => true), (e) => {
+      noteRefused('storing site-packages in Cache Storage', e);
+      return false;
+    })};
   } catch (e) {
+    noteRefused('storing site-packages in Cache Storage', e);
     return {stored: Promise.resolve(false)};  // the next visit installs the wheels, as this one did
+  }
+}
+
+// Deletes the entries the one just stored under key replaces: of older formats, and those holding the same
+// (`holds`: scope and wheel name) under another key.  A failure leaves them for the next store.
+async function dropReplaced(cache, key, holds) {
+  try {
+    for (const request of await cache.keys()) {
+      const name = request.url.slice(request.url.lastIndexOf('/') + 1);
+      if (request.url === key || !name.startsWith(PREFIX)) continue;
+      const older = !name.startsWith(`${PREFIX}${FORMAT}-`);
+      const response = older ? null : await cache.match(request);
+      if (older || (response && response.headers.get('x-site-holds') === holds)) await cache.delete(request);
+    }
+  } catch (e) {
+    // as above
   }
 }
 

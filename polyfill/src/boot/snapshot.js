@@ -9,8 +9,9 @@
 // snapshots hold only the bare interpreter, and site-packages lives in the JS file system, outside the heap, so
 // both instances still install their packages after a restore.  The worker first tries the build's second
 // snapshot, taken with NumPy imported, whose extension modules relink.js links again (startWithNumpy below).
-// Pyodide checks the snapshot's magic number and build id itself; a snapshot that is missing, truncated, of
-// another build, or fails to start is dropped and the instance boots normally.
+// Pyodide checks the snapshot's magic number and build id itself; a stored snapshot that is missing, fails its
+// sha256 or key (snapstore.js), is of another build, or fails to start is dropped (said on the console and in
+// bootTimings.cache: cachelog.js) and the instance boots normally.
 //
 // A first visit finds no stored snapshot: it restores the build's own (`prebuilt`, made under Node by
 // scripts/make_snapshot.mjs and served gzipped next to the bundle, its sha256 in the asset manifest) instead of
@@ -18,6 +19,7 @@
 // CPython seeded at start-up is shared, so `random`'s generator is seeded again after every restore (the str and
 // bytes hash secret cannot be: every dict holds hashes made with it; see docs/performance.md).
 
+import {noteDropped} from './cachelog.js';
 import {integrityOf} from './digest.js';
 import {inflate} from './inflate.js';
 import {inServiceWorker} from './load-pyodide.js';
@@ -47,10 +49,18 @@ function numpyKey(indexURL, asset) {
   return new URL(`${NUMPY_PREFIX}${asset.sha256}.bin`, indexURL).href;
 }
 
-// The snapshots' store (snapstore.js: the Origin Private File System, else Cache Storage); an entry of the wrong
-// length, magic number or heap size is dropped as it is read
+// The snapshots' store (snapstore.js: the Origin Private File System, else Cache Storage); an entry that fails
+// its sha256, or of the wrong length, magic number or heap size, is dropped as it is read
 function readSnapshot(key) {
-  return readStored(key, wellFormed);
+  return readStored(key, (bytes) => (wellFormed(bytes) ? null : NOT_OURS));
+}
+
+const NOT_OURS = 'not a snapshot of this Pyodide (magic number or heap size)';
+
+// a stored snapshot that did not restore: dropped, and said
+async function dropUnusable(key, e) {
+  noteDropped(key, `it did not restore: ${e && e.message ? e.message : e}`);
+  await dropStored(key);
 }
 
 // Pyodide's layout: u32 magic, u32 header size, ..., then the heap, a whole number of 64 KiB wasm pages.
@@ -133,8 +143,7 @@ export async function startPyodide(loadPyodide, version, options,
       try {
         return {py: await restore(loadPyodide, options, bytes), snapshot: 'loaded', bytes};
       } catch (e) {
-        console.warn(`WebNN polyfill: dropping an unusable Pyodide snapshot: ${e && e.message ? e.message : e}`);
-        await dropStored(key);
+        await dropUnusable(key, e);
       }
     }
   }
@@ -182,8 +191,8 @@ async function startWithNumpy(loadPyodide, options, {asset, lockSha256, cached: 
     }
     return {py, snapshot: from, bytes: null, numpy: true};
   } catch (e) {
-    console.warn(`WebNN polyfill: the NumPy snapshot did not restore: ${e && e.message ? e.message : e}`);
-    if (from === 'loaded' && key) await dropStored(key);
+    if (from === 'loaded' && key) await dropUnusable(key, e);
+    else console.warn(`WebNN polyfill: the NumPy snapshot did not restore: ${e && e.message ? e.message : e}`);
     return null;
   }
 }
@@ -201,7 +210,7 @@ async function restore(loadPyodide, options, bytes, {numpy = false} = {}) {
   await hooked(options.indexURL);
   // a heap of the wrong size makes loadPyodide hang rather than throw
   const checked = Promise.resolve(bytes).then((b) => {
-    if (!wellFormed(b)) throw new Error('not a snapshot of this Pyodide (magic number or heap size)');
+    if (!wellFormed(b)) throw new Error(NOT_OURS);
     return b;
   });
   checked.catch(() => {});  // loadPyodide awaits it only after its script ran: not an unhandled rejection before

@@ -51,7 +51,7 @@ function coreEnvironment(switches) {
  * the init reply (null where they already are), `reply` the init reply.
  */
 export async function startEngine(msg, {switches, progress, boot}) {
-  const {bootPyodide, inFirefox, lastRelink, stdlibUsed} = boot;
+  const {bootPyodide, cacheLog, inFirefox, lastRelink, stdlibUsed} = boot;
   // the worker's own clock, since its first line ran: the page's stage times lag while its thread is busy
   const t0 = performance.now();
   const stages = {};
@@ -142,6 +142,7 @@ export async function startEngine(msg, {switches, progress, boot}) {
   progress('worker-core', 'core loaded');
   // numpyPending: the page waits for NumPy's files ('worker-numpy-files') before it hands out a context
   const reply = {ok: true, numpyPending: !!numpyLater, snapshot: booted.snapshot, numpySnapshot: booted.numpySnapshot,
-    imported: booted.imported, numpy: booted.numpy, wheels: booted.wheels, stages, stdlibCode: stdlibUsed(pyodide)};
+    imported: booted.imported, numpy: booted.numpy, wheels: booted.wheels, stages, stdlibCode: stdlibUsed(pyodide),
+    cache: cacheLog()};
   return {pyodide, glue, direct, numpyLater, reply};
 }

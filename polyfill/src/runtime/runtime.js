@@ -6,6 +6,7 @@
 import {errorFromJson} from '../api/errors.js';
 import {WorkerClient, bootLimit} from './rpc.js';
 import {bootPyodide} from '../boot/boot.js';
+import {cacheLog} from '../boot/cachelog.js';
 import {watchFetches} from '../boot/fetches.js';
 import {inFirefox} from '../boot/load-pyodide.js';
 import {stdlibUsed} from '../boot/stdlibpyc.js';
@@ -133,6 +134,8 @@ export class Runtime {
         if (stage === 'runtime') this.#progress('page-runtime', 'Pyodide started on the page');
       }});
     this.timings.snapshot = {...this.timings.snapshot, page: snapshot};
+    // the page's caches: its store, entries dropped, storage refused (boot/cachelog.js; live: later writes too)
+    this.timings.cache = {...this.timings.cache, page: cacheLog()};
     // the packages that came imported with the snapshot (['py_core']: the build's, for this core wheel)
     this.timings.imported = {...this.timings.imported, page: imported};
     // 'cached' (site-packages from Cache Storage), 'unzipped' (in JavaScript) or 'unpacked' (CPython's zipfile)
@@ -176,6 +179,7 @@ export class Runtime {
     if (ready && ready.numpy) this.timings.numpy = ready.numpy;
     if (ready && ready.wheels) this.timings.wheels = {...this.timings.wheels, worker: ready.wheels};
     if (ready && ready.stages) this.timings.worker = ready.stages;  // ms on the worker's own clock
+    if (ready && ready.cache) this.timings.cache = {...this.timings.cache, worker: ready.cache};  // as at its reply
     if (ready && ready.stdlibCode !== undefined) {
       this.timings.stdlibCode = {...this.timings.stdlibCode, worker: ready.stdlibCode};
     }
