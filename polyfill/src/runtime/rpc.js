@@ -43,6 +43,7 @@ export const BOOT_LIMIT_MS = 180000;
 const WORKER_START_MS = 10000;
 const WORKER_START_TRIES = 3;
 
+
 /** The config's bound on a start, in ms (bootTimeoutMs, read at each start), else BOOT_LIMIT_MS. */
 export function bootLimit(config) {
   const live = liveConfig();
@@ -81,11 +82,9 @@ export class WorkerClient {
     this.#spawn();
   }
 
-  // A nested module worker is started, and restarted where its script never runs: Firefox, starting several
-  // workers that each start the polyfill's (a loaded machine, pages whose workers all boot at once), sometimes
-  // never runs a nested worker's script, with no error (measured: 4 of 120 boots, 4 dedicated workers at a time);
-  // a second worker for the same script starts.  A worker that was never started received nothing: what was sent
-  // to it waited here (the handoff port too), and goes to the next one.
+  // The execution worker is started, and started again where its script has not run within WORKER_START_MS (its
+  // download stalled, say): what is sent waits here until the script says it runs, so a worker that never ran
+  // took nothing with it (the handoff port included), and the next one gets it all.
   #spawn() {
     this.spawns++;
     const worker = this.worker = spawnEngine(this.#scriptURL(), this.engineURL, this.lifeline);

@@ -1,6 +1,7 @@
 // Starting the execution engine from wherever the polyfill was loaded: a nested module worker where the
-// scope has `Worker` (a page, a dedicated worker, a shared worker in Firefox), else the engine in this
-// thread (a service worker; a shared worker in Chromium, which has no nested workers).
+// scope has `Worker` (a page, a dedicated worker in Chromium and WebKit), else the engine in this thread (a service
+// worker; a shared worker in Chromium and WebKit, which have no nested workers there; any worker in Firefox:
+// engineThread says why).
 //
 // `new Worker(url)` refuses a script on another origin (a CDN), whatever its CORS headers. A module worker
 // started from a blob URL has the page's origin, and its one line imports the real worker script by its
@@ -15,7 +16,7 @@
 // script statically itself, as it does Pyodide's scripts).
 
 import * as boot from '../boot/for-engine.js';
-import {inServiceWorker} from '../boot/load-pyodide.js';
+import {inFirefox, inServiceWorker} from '../boot/load-pyodide.js';
 import {switchesOf} from '../switches.js';
 
 function sameOrigin(url) {
@@ -93,7 +94,14 @@ function inThreadEngine(url, engineURL) {
 
 /** Where the engine runs here: 'worker' (a nested execution worker) or 'in-thread'. */
 export function engineThread() {
-  return typeof Worker === 'function' ? 'worker' : 'in-thread';
+  if (typeof Worker !== 'function') return 'in-thread';
+  // Firefox can block a worker's thread for good inside its `new Worker()` when several workers start the polyfill
+  // at once (4 of 120 boots of 4 dedicated workers at a time on a 2-core machine; no timer, no error, nothing
+  // runs on that thread again): a worker's engine runs in its own thread there, and never calls it
+  if (inFirefox() && typeof WorkerGlobalScope !== 'undefined' && globalThis instanceof WorkerGlobalScope) {
+    return 'in-thread';
+  }
+  return 'worker';
 }
 
 /** The execution engine for the worker script at `url`: a Worker, or the in-thread engine's port (its code
