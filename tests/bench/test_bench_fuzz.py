@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -66,7 +67,13 @@ def test_native_findings_come_with_counts_and_reproducers(tmp_path: Path) -> Non
 
 
 def _open_pages(executable: str, pages: list[Path]) -> list[str]:
-    """Each page's verdict line (its title starts with PASS or FAIL) in the native-WebNN Chromium."""
+    """Each page's verdict line (its title starts with PASS or FAIL) in the native-WebNN Chromium; in a thread of
+    its own (the browser tests' Playwright may run an event loop in this one)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(_verdicts, executable, pages).result()
+
+
+def _verdicts(executable: str, pages: list[Path]) -> list[str]:
     from playwright.sync_api import sync_playwright
 
     verdicts = []

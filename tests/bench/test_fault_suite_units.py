@@ -4,6 +4,7 @@ small ASGI app, and the table `python -m bench faults` prints from pytest's juni
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,9 @@ def _get(faults: Faults, path: str) -> tuple[list[dict[str, Any]], BaseException
             return e
         return None
 
-    raised = asyncio.run(run())
+    # a loop of its own in a thread of its own: the browser tests' Playwright may run one in this thread
+    with ThreadPoolExecutor(1) as pool:
+        raised = pool.submit(asyncio.run, run()).result()
     return sent, raised, seen
 
 

@@ -103,13 +103,8 @@ export class WorkerClient {
   // download and make a second request for the same URL wait behind it)
   #scriptURL() {
     if (this.spawns < 2) return this.url;
-    try {
-      const url = new URL(this.url);
-      url.searchParams.set('start', String(this.spawns));
-      return url.href;
-    } catch (e) {
-      return this.url;
-    }
+    const [path, hash = ''] = this.url.split('#');
+    return `${path}${path.includes('?') ? '&' : '?'}start=${this.spawns}${hash ? `#${hash}` : ''}`;
   }
 
   #notStarted(worker) {
