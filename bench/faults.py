@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TESTS = ["tests/browser/test_faults_engine.py", "tests/browser/test_faults_network.py"]
+TESTS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests" / "browser").glob("test_faults_*.py"))
 
 
 def outcomes(junit: Path) -> list[tuple[str, str, str, float]]:

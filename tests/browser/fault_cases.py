@@ -4,13 +4,30 @@ context through one graph, and the bounds of a case.  Outcome and time of each c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
 from pages import open_window
 
 from web.fault_injection import Faults
+
+
+def every_case() -> bool:
+    """Whether the whole fault suite runs (`python -m bench faults` sets WEBNN_FAULT_SUITE=all), not the subset
+    `make test` runs."""
+    return os.environ.get("WEBNN_FAULT_SUITE") == "all"
+
+
+def selected(params: Sequence[Any], subset: Sequence[str]) -> list[Any]:
+    """The `pytest.param`s to run: all of them for the whole suite, else those whose id is in `subset`."""
+    return [p for p in params if every_case() or p.id in subset]
+
+
+# a test the whole suite runs and `make test` does not
+whole_suite_only = pytest.mark.skipif(not every_case(), reason="in the whole fault suite only: python -m bench faults")
 
 # Every wait of a case is bounded in the page by this (a hang becomes a failure with a message, never a stalled
 # run): far above what any case needs, about hangs only.

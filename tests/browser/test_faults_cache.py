@@ -4,7 +4,8 @@ changed, another entry's file under its name, an older polyfill's format) is dro
 console note and `bootTimings.cache.dropped` saying which and why; the visit boots the clean path and gives the
 right values, and it stores a good snapshot again, which the next visit restores.  Storage that refuses to open or
 is full costs speed only, with `bootTimings.cache.refused` saying why.  WebKit runs these where Playwright drives
-it (its own build): the WebKitGTK it reaches over WebDriver takes no init scripts or routes."""
+it (its own build): the WebKitGTK it reaches over WebDriver takes no init scripts or routes.  `make test` runs a
+subset of the cases (fault_cases.selected), `python -m bench faults` all of them."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import math
 from typing import Any
 
 import pytest
+from fault_cases import selected, whole_suite_only
 from pages import open_page
 from stored_snapshots import page_function
 
@@ -174,9 +176,14 @@ def _dropped_then_clean(context: Any, url: str, which: str, where: str, why: str
     assert not _dropped(clean, "page") and not _dropped(clean, "worker"), clean["cache"]
 
 
-@pytest.mark.parametrize("mode,why", [
+def _modes(*pairs: tuple[str, str], subset: tuple[str, ...]) -> list[Any]:
+    """The (mode, why) cases, by mode: all of them in the whole fault suite, `subset` in make test."""
+    return selected([pytest.param(mode, why, id=mode) for mode, why in pairs], subset)
+
+
+@pytest.mark.parametrize("mode,why", _modes(
     ("flip1", "sha256"), ("flip1024", "sha256"), ("truncated", "sha256"), ("constant", "sha256"),
-    ("older", "older polyfill"), ("swapped", "another entry")])
+    ("older", "older polyfill"), ("swapped", "another entry"), subset=("truncated", "constant")))
 def test_an_altered_numpy_snapshot_is_dropped_and_replaced(browser: Any, dev_server: str, mode: str,
                                                            why: str) -> None:
     url = f"{dev_server}/test/smoke.html"
@@ -190,8 +197,9 @@ def test_an_altered_numpy_snapshot_is_dropped_and_replaced(browser: Any, dev_ser
         context.close()
 
 
-@pytest.mark.parametrize("mode,why", [
-    ("truncated", "sha256"), ("flip1", "sha256"), ("older", "older polyfill"), ("swapped", "another entry")])
+@pytest.mark.parametrize("mode,why", _modes(
+    ("truncated", "sha256"), ("flip1", "sha256"), ("older", "older polyfill"), ("swapped", "another entry"),
+    subset=("flip1",)))
 def test_an_altered_bare_snapshot_is_dropped_and_replaced(browser: Any, dev_server: str, mode: str, why: str) -> None:
     url = f"{dev_server}/test/smoke.html"
     context = browser.new_context()
@@ -240,7 +248,8 @@ REFUSE = {
 }
 
 
-@pytest.mark.parametrize("fault,why", [("refused", "SecurityError"), ("full", "QuotaExceededError")])
+@pytest.mark.parametrize("fault,why", selected(
+    [pytest.param(f, w, id=f) for f, w in (("refused", "SecurityError"), ("full", "QuotaExceededError"))], ("full",)))
 def test_storage_that_throws_costs_speed_only(browser: Any, dev_server: str, fault: str, why: str) -> None:
     url = f"{dev_server}/test/smoke.html"
     context = browser.new_context()
@@ -314,6 +323,7 @@ OLDER_SITE = """async () => {
 SITE_KEYS = """async () => (await (await caches.open('webnn-polyfill-site')).keys()).map((r) => r.url)"""
 
 
+@whole_suite_only
 def test_a_new_wheels_site_entries_replace_the_older_ones(browser: Any, dev_server: str) -> None:
     url = f"{dev_server}/test/smoke.html"
     plain = f"{dev_server}/api/health"

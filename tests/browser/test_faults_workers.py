@@ -11,16 +11,15 @@ caught the blocked thread with a probability above 98 %.
 
 from __future__ import annotations
 
-import os
-
 import pytest
+from fault_cases import every_case
 from pages import open_window
 
 pytestmark = [pytest.mark.browser, pytest.mark.fault]
 
 WORKERS = 4
 ROUNDS = 20
-ROUNDS_SUBSET = {"firefox": 3}  # elsewhere 1
+ROUNDS_SUBSET = {"firefox": 2}  # elsewhere 1
 # a round boots 4 x 2 Pyodides at once: 10-40 s here; past this a worker counts as hung (about hangs only)
 ROUND_DEADLINE_S = 240
 PAGE_TIMEOUT_MS = (ROUND_DEADLINE_S + 60) * 1000
@@ -30,7 +29,7 @@ ROUND_JS = """async ([n, seconds]) => Promise.all([...Array(n).keys()].map((i) =
 
 
 def _rounds(browser_name: str) -> int:
-    return ROUNDS if os.environ.get("WEBNN_FAULT_SUITE") == "all" else ROUNDS_SUBSET.get(browser_name, 1)
+    return ROUNDS if every_case() else ROUNDS_SUBSET.get(browser_name, 1)
 
 
 def test_workers_starting_the_polyfill_at_once_all_finish(request: pytest.FixtureRequest, browser_name: str,

@@ -28,6 +28,17 @@ function urlOf(input) {
   }
 }
 
+// The words of the failures a second attempt may not meet (the connection broke, as opposed to a 404 or a stall):
+// boot errors cross threads as text, so the runtime tells them by these words (transient below).
+const MIDWAY = 'the download failed midway';
+const UNFETCHED = 'could not be fetched';
+
+/** Whether the boot error `e` is a download cut off or refused by the network, which a new attempt may not meet. */
+export function transient(e) {
+  const message = e && e.message ? e.message : String(e);
+  return message.includes(MIDWAY) || message.includes(UNFETCHED);
+}
+
 function why(e) {
   return e && e.message ? e.message : String(e);
 }
@@ -70,7 +81,7 @@ async function watchedFetch(passThrough, watch, url, input, init) {
   } catch (e) {
     clearTimeout(timer);
     if (controller.signal.aborted && controller.signal.reason instanceof DOMException) throw controller.signal.reason;
-    const message = `${url} could not be fetched: ${why(e)}`;
+    const message = `${url} ${UNFETCHED}: ${why(e)}`;
     watch.record(url, message);
     throw new TypeError(message);
   }
@@ -86,7 +97,7 @@ async function watchedFetch(passThrough, watch, url, input, init) {
   }
   drain(response.clone(), alive).then(() => clearTimeout(timer), (e) => {
     clearTimeout(timer);
-    if (!controller.signal.aborted) watch.record(url, `${url}: the download failed midway: ${why(e)}`);
+    if (!controller.signal.aborted) watch.record(url, `${url}: ${MIDWAY}: ${why(e)}`);
   });
   return response;
 }

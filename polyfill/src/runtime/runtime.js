@@ -7,7 +7,7 @@ import {errorFromJson} from '../api/errors.js';
 import {WorkerClient, bootLimit} from './rpc.js';
 import {bootPyodide} from '../boot/boot.js';
 import {cacheLog} from '../boot/cachelog.js';
-import {watchFetches} from '../boot/fetches.js';
+import {transient, watchFetches} from '../boot/fetches.js';
 import {inFirefox} from '../boot/load-pyodide.js';
 import {stdlibUsed} from '../boot/stdlibpyc.js';
 import {configOn, configValue} from '../switches.js';
@@ -16,6 +16,9 @@ import {configOn, configValue} from '../switches.js';
 // snapshot (a cold first visit takes 3-4 s here, much longer on a loaded machine; a worker that fails
 // releases it at once): booting beside a slow worker would only slow both
 const PAGE_WAIT_LIMIT_MS = 60000;
+// A boot that failed because a download broke off (not a 404, nor a stall) is started again this many times:
+// a connection cut once, as a flaky network or a browser's cache under load does, is not worth a failed page
+const BOOT_RETRIES = 1;
 const STAGES = ['manifest', 'page-runtime', 'page-core', 'worker-runtime', 'worker-numpy', 'worker-core'];
 
 /** The config's bound on a stalled download, in ms (fetchStallMs), else undefined: boot/fetches.js's. */
@@ -251,9 +254,22 @@ export class Runtime {
     return this.workerPromise;
   }
 
-  /** Boot whatever is not running yet; resolves when builder and worker are both ready, or rejects within
-   *  bootLimit with why not.  After a failure the next call starts again from the manifest. */
+  /** Boot whatever is not running yet; resolves when builder and worker are both ready, or rejects with why not
+   *  (each attempt within bootLimit; a download that broke off is tried again, BOOT_RETRIES).  After a failure the
+   *  next call starts again from the manifest. */
   async boot() {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.#bootOnce();
+      } catch (e) {
+        if (attempt >= BOOT_RETRIES || !transient(e)) throw e;
+        this.timings.bootRetries = attempt + 1;
+        console.warn(`WebNN polyfill: starting again, a download broke off (${e.message})`);
+      }
+    }
+  }
+
+  async #bootOnce() {
     const engine = this.engine();
     if (!this.pagePromise) {
       const page = this.pagePromise = this.workerStarted.then((started) => {
