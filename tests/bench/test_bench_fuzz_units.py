@@ -19,6 +19,8 @@ from bench.results import FAIL, PASS, Result
 from bench.run import fuzz_judge
 from bench.run import reference as ref
 from bench.run.minimize import minimize
+from py_core import graphfile as gf
+from py_core.errors import WebNNTypeError
 from py_core.spec import OPS
 
 
@@ -54,6 +56,30 @@ def test_wire_form_keeps_build_output_names() -> None:
     case = next(c for c in select("fuzz:400@1") if "buildOutputs" in c.graph)
     wire = wire_case(case)
     assert wire.outputs == case.graph["buildOutputs"]
+
+
+def test_an_operand_of_another_builder_is_refused_in_an_operator_and_in_build() -> None:
+    cases = [c for c in select("fuzz:200@11") if c.fuzz["defect"] and "foreign operand" in c.fuzz["defect"]]
+    for case in cases:
+        passed = "passed to an operator" in case.fuzz["defect"]
+        outcome = ref.reference(case, 0)
+        assert outcome.error_name == "TypeError", case.id
+        assert ("was created by another MLGraphBuilder" if passed else "is not an MLOperand of this builder"
+                ) in outcome.error, case.id
+        foreign = [n for n, s in case.graph["inputs"].items() if s.get("foreign")]
+        assert len(foreign) == 1, case.id
+        wire = wire_case(case)
+        assert {**wire.inputs, **wire.constants}[foreign[0]]["foreign"] is True
+        with pytest.raises(WebNNTypeError):  # the graph file's own replayer makes it on a second builder too
+            gf.replay(wire)
+        script = repro.script(case)
+        kind = "constant" if case.graph["inputs"][foreign[0]].get("constant") else "input"
+        assert "const other = new MLGraphBuilder(context);" in script and f"= other.{kind}(" in script
+        if passed:  # the same graph with every operand on one builder builds
+            assert refused({**case.graph, "inputs": {n: {k: v for k, v in s.items() if k != "foreign"}
+                                                     for n, s in case.graph["inputs"].items()}}) is None
+    kinds = {"passed to an operator" in c.fuzz["defect"] for c in cases}
+    assert kinds == {True, False}
 
 
 def _outcome(verdict: str, **kw: Any) -> dict[str, Any]:
