@@ -8,8 +8,8 @@ the JS twin (reader, writer and the one replayer, for any MLGraphBuilder); `repl
 py_core's GraphBuilder.  `Recorder` writes one: a GraphBuilder that records every validated call.
 
     {"format": "webnn-graph", "version": 1, "name": "...", "source": "...", "meta": {...},
-     "inputs":     {"<name>": {"dataType": "float32", "shape": [1, 3], "data"?: <data>}},
-     "constants":  {"<name>": {"dataType": "float32", "shape": [3], "data": <data>}},
+     "inputs":     {"<name>": {"dataType": "float32", "shape": [1, 3], "data"?: <data>, "foreign"?: true}},
+     "constants":  {"<name>": {"dataType": "float32", "shape": [3], "data": <data>, "foreign"?: true}},
      "operations": [{"op": "conv2d", "args": [<value>, ...], "options": {"<member>": <value>},
                      "outputs": ["<name>", ...], "descriptors"?: [{"dataType", "shape"}, ...]}],
      "outputs":    {"<output name>": "<operand name>"},
@@ -21,6 +21,8 @@ element repeated over the shape).  Bytes are little-endian, offsets 16-byte alig
 <value> is JSON, or `{"$op": "<name>"}` for an MLOperand, or `{"$n": "<text>"}` for a number JSON cannot
 hold: an integer text is a bigint (JS BigInt; `BigInt` here), any other text ("Infinity", "-Infinity", "NaN",
 "-0.0") a double.  The tag is the one py_core/bridge/jsonnum.py uses across the JS boundary.
+`"foreign": true` makes that operand with a second builder, so the first refuses it (the bench's fuzzer writes it
+as a defect; https://www.w3.org/TR/webnn/#mlgraphbuilder-validate-operand).
 """
 
 from __future__ import annotations
@@ -234,10 +236,12 @@ def load(path: str | os.PathLike[str]) -> GraphFile:
 def replay(graph: GraphFile, builder: Any = None) -> Any:
     """Build the file with a GraphBuilder (py_core's by default): what its build() returns.
 
-    The Python twin of web/lib/graphfile.js's replay(), used to check files and run them in CPython."""
+    The Python twin of web/lib/graphfile.js's replay(), used to check files and run them in CPython.  Inputs and
+    constants marked `foreign` are made with a second GraphBuilder."""
     from py_core.builder import GraphBuilder
 
     b = builder if builder is not None else GraphBuilder()
+    other = GraphBuilder()
     operands: dict[str, Any] = {}
 
     def resolve(v: Any) -> Any:
@@ -252,9 +256,11 @@ def replay(graph: GraphFile, builder: Any = None) -> Any:
         return int(v) if isinstance(v, BigInt) else v
 
     for name, entry in graph.inputs.items():
-        operands[name] = b.input(name, {"dataType": entry["dataType"], "shape": entry["shape"]})
+        owner = other if entry.get("foreign") else b
+        operands[name] = owner.input(name, {"dataType": entry["dataType"], "shape": entry["shape"]})
     for name, entry in graph.constants.items():
-        operands[name] = b.constant({"dataType": entry["dataType"], "shape": entry["shape"]}, graph.array(name))
+        owner = other if entry.get("foreign") else b
+        operands[name] = owner.constant({"dataType": entry["dataType"], "shape": entry["shape"]}, graph.array(name))
     for op in graph.operations:
         result = getattr(b, op.op)(*resolve(op.args), **resolve(op.options))
         results = result if isinstance(result, list) else [result]

@@ -8,6 +8,7 @@ https://www.w3.org/TR/webnn/#api-mlgraphbuilder
 
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -149,6 +150,21 @@ def _build_outputs(rng: random.Random, graph: Graph) -> str | None:
     return f"build() outputs: {kind}"
 
 
+def _foreign(rng: random.Random, graph: Graph) -> str | None:
+    """An operand of a second MLGraphBuilder of the same context (`foreign` in the case graph) passed to an
+    operator, or given to build() beside the graph's outputs.
+    https://www.w3.org/TR/webnn/#mlgraphbuilder-validate-operand"""
+    name = rng.choice(_operands(graph))
+    if rng.random() < 0.5:
+        graph["inputs"][name]["foreign"] = True
+        return f"operand '{name}' of another builder passed to an operator"
+    extra = next(f"{name}_other{k}" for k in range(len(graph["inputs"]) + 1)
+                 if f"{name}_other{k}" not in graph["inputs"])
+    graph["inputs"][extra] = {**copy.deepcopy(graph["inputs"][name]), "foreign": True}
+    graph["buildOutputs"] = {**(graph.get("buildOutputs") or {n: n for n in graph["outputs"]}), extra: extra}
+    return f"build() output '{extra}' of another builder"
+
+
 DEFECTS: dict[str, Callable[[random.Random, Graph], str | None]] = {
     "data type": _retype,
     "rank": _rerank,
@@ -160,6 +176,7 @@ DEFECTS: dict[str, Callable[[random.Random, Graph], str | None]] = {
     "sequence length": _length,
     "enum": _enum,
     "build outputs": _build_outputs,
+    "foreign operand": _foreign,
 }
 
 
@@ -180,8 +197,6 @@ def refused(graph: Graph) -> str | None:
 
 def apply_defect(rng: random.Random, graph: Graph) -> str | None:
     """Give `graph` one defect py_core refuses (tried in a seeded order); None if none applies."""
-    import copy
-
     kinds = list(DEFECTS)
     rng.shuffle(kinds)
     for kind in kinds:

@@ -302,6 +302,8 @@ def wire_case(case: BenchCase) -> gf.GraphFile:
             entry["data"] = {"base64": _b64(arr.reshape(-1)[:1]), "fill": True}
         else:
             entry["data"] = {"base64": _b64(arr)}
+        if spec.get("foreign"):  # made by a second builder of the same context (a fuzz defect)
+            entry["foreign"] = True
         (graph.constants if spec.get("constant") else graph.inputs)[name] = entry
         names.add(name)
     for op in case.graph.get("operators", []):

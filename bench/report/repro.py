@@ -68,12 +68,18 @@ def script(case: BenchCase) -> str:
     """The graph as straight-line MLGraphBuilder calls, then build, dispatch and read."""
     wire = wire_case(case).to_json()
     lines = ["const builder = new MLGraphBuilder(context);"]
+    if any(e.get("foreign") for e in [*wire["inputs"].values(), *wire["constants"].values()]):
+        lines.append("const other = new MLGraphBuilder(context);  // its operands are foreign to `builder`")
+
+    def owner(e: Mapping[str, Any]) -> str:
+        return "other" if e.get("foreign") else "builder"
+
     for name, e in wire["inputs"].items():
-        lines.append(f"const {_ident(name)} = builder.input({json.dumps(name)}, "
+        lines.append(f"const {_ident(name)} = {owner(e)}.input({json.dumps(name)}, "
                      f"{{dataType: {json.dumps(e['dataType'])}, shape: {json.dumps(e['shape'])}}});")
     for name, e in wire["constants"].items():
         kind, shape, fill = json.dumps(e["dataType"]), json.dumps(e["shape"]), json.dumps(bool(e["data"].get("fill")))
-        lines.append(f"const {_ident(name)} = builder.constant({{dataType: {kind}, shape: {shape}}}, "
+        lines.append(f"const {_ident(name)} = {owner(e)}.constant({{dataType: {kind}, shape: {shape}}}, "
                      f"data({kind}, {shape}, {json.dumps(e['data']['base64'])}, {fill}));")
     for op in wire["operations"]:
         args = [_js(a) for a in op["args"]] + ([_js(op["options"])] if op.get("options") else [])

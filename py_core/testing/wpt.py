@@ -3,8 +3,9 @@ https://github.com/web-platform-tests/wpt/tree/master/webnn/conformance_tests
 
 A case is the JSON form of a WPT `webnn_conformance_test` graph (see tests/data/wpt/README.md).  Operands are
 named by string in an operator's arguments, also inside the options dictionary and in sequences; positional
-arguments keep their order; `constant: true` inputs become constants.  Outputs are compared in data type and
-shape exactly and in value under the WPT tolerance rules (py_core.testing.tolerance).
+arguments keep their order; `constant: true` inputs become constants; `foreign: true` inputs are made by a second
+builder (a defect the bench's fuzzer writes).  Outputs are compared in data type and shape exactly and in value
+under the WPT tolerance rules (py_core.testing.tolerance).
 
     python -m py_core.testing.wpt [--json] [--op NAME] DIR
 
@@ -247,16 +248,18 @@ def build_graph(graph: Mapping[str, Any]) -> tuple[Any, dict[str, np.ndarray], l
     from py_core.spec import OPS
 
     builder = GraphBuilder()
+    other = GraphBuilder()  # makes the operands a case marks `foreign`: another builder's, which `builder` refuses
     operands: dict[str, Any] = {}
     feeds: dict[str, np.ndarray] = {}
     for name, spec_in in graph.get("inputs", {}).items():
         desc = spec_in["descriptor"]
         dtype, shape = desc["dataType"], tuple(desc["shape"])
+        owner = other if spec_in.get("foreign") else builder
         if spec_in.get("constant"):
-            operands[name] = builder.constant({"dataType": dtype, "shape": list(shape)},
-                                              to_array(spec_in["data"], dtype, shape))
+            operands[name] = owner.constant({"dataType": dtype, "shape": list(shape)},
+                                            to_array(spec_in["data"], dtype, shape))
         else:
-            operands[name] = builder.input(name, {"dataType": dtype, "shape": list(shape)})
+            operands[name] = owner.input(name, {"dataType": dtype, "shape": list(shape)})
             feeds[name] = to_array(spec_in["data"], dtype, shape)
 
     contexts: list[OpUnderTest] = []

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from bench.cases.fuzz import OPERATORS, generate, operator_for
@@ -19,6 +20,8 @@ from bench.results import FAIL, PASS, Result
 from bench.run import fuzz_judge
 from bench.run import reference as ref
 from bench.run.minimize import minimize
+from py_core import graphfile as gf
+from py_core.errors import WebNNTypeError
 from py_core.spec import OPS
 
 
@@ -54,6 +57,30 @@ def test_wire_form_keeps_build_output_names() -> None:
     case = next(c for c in select("fuzz:400@1") if "buildOutputs" in c.graph)
     wire = wire_case(case)
     assert wire.outputs == case.graph["buildOutputs"]
+
+
+def test_an_operand_of_another_builder_is_refused_in_an_operator_and_in_build() -> None:
+    cases = [c for c in select("fuzz:200@11") if c.fuzz["defect"] and "foreign operand" in c.fuzz["defect"]]
+    for case in cases:
+        passed = "passed to an operator" in case.fuzz["defect"]
+        outcome = ref.reference(case, 0)
+        assert outcome.error_name == "TypeError", case.id
+        assert ("was created by another MLGraphBuilder" if passed else "is not an MLOperand of this builder"
+                ) in outcome.error, case.id
+        foreign = [n for n, s in case.graph["inputs"].items() if s.get("foreign")]
+        assert len(foreign) == 1, case.id
+        wire = wire_case(case)
+        assert {**wire.inputs, **wire.constants}[foreign[0]]["foreign"] is True
+        with pytest.raises(WebNNTypeError):  # the graph file's own replayer makes it on a second builder too
+            gf.replay(wire)
+        script = repro.script(case)
+        kind = "constant" if case.graph["inputs"][foreign[0]].get("constant") else "input"
+        assert "const other = new MLGraphBuilder(context);" in script and f"= other.{kind}(" in script
+        if passed:  # the same graph with every operand on one builder builds
+            assert refused({**case.graph, "inputs": {n: {k: v for k, v in s.items() if k != "foreign"}
+                                                     for n, s in case.graph["inputs"].items()}}) is None
+    kinds = {"passed to an operator" in c.fuzz["defect"] for c in cases}
+    assert kinds == {True, False}
 
 
 def _outcome(verdict: str, **kw: Any) -> dict[str, Any]:
@@ -143,7 +170,37 @@ def test_minimize_drops_operators_and_zeroes_values_while_the_finding_holds() ->
     values = [v for s in small.graph["inputs"].values() for v in s["data"]]
     assert values.count(0) + values.count(0.0) > 0
     kept, _ = minimize(case, holds, budget=40, values=False)  # a wrong-values finding keeps its values
-    assert kept.ops == [first] and all(kept.graph["inputs"][n] == case.graph["inputs"][n] for n in kept.graph["inputs"])
+    assert kept.ops == [first] and all(s["data"] == _block(case.graph["inputs"][n], s["descriptor"]["shape"])
+                                       for n, s in kept.graph["inputs"].items())
+
+
+def _elements(case: Any) -> int:
+    return sum(int(np.prod(s["descriptor"]["shape"])) for s in case.graph["inputs"].values())
+
+
+def _block(spec: dict[str, Any], shape: list[int]) -> list[Any]:
+    """The values of input `spec` a shrunk `shape` keeps: the first of each dimension, leading ones dropped."""
+    kept = np.array(spec["data"], dtype=object).reshape(spec["descriptor"]["shape"])
+    while kept.ndim > len(shape):
+        kept = kept[:1].reshape(kept.shape[1:])
+    return list(np.array(kept[tuple(slice(0, d) for d in shape)], dtype=object).reshape(-1).tolist())
+
+
+@pytest.mark.parametrize("defect", [False, True])
+def test_minimize_shrinks_shapes_that_py_core_judges_as_the_finding(defect: bool) -> None:
+    case = next(c for c in select("fuzz:60@4") if bool(c.fuzz["defect"]) is defect and _elements(c) >= 24)
+    verdict = refused(case.graph)
+    judged: list[str | None] = []
+
+    def holds(c: Any) -> bool:  # "the finding": the same operators
+        judged.append(refused(c.graph))
+        return c.ops == case.ops
+
+    small, runs = minimize(case, holds, budget=60, values=False)
+    assert judged and set(judged) == {verdict} and runs == len(judged)  # no variant py_core judges otherwise
+    assert _elements(small) < _elements(case) and small.ops == case.ops
+    for name, s in small.graph["inputs"].items():  # each operand keeps the first values of each dimension
+        assert s["data"] == _block(case.graph["inputs"][name], s["descriptor"]["shape"]), name
 
 
 def test_the_reproducer_is_plain_navigator_ml_with_the_expectation_inline(tmp_path: Path) -> None:

@@ -134,6 +134,8 @@ def test_operand_from_another_builder() -> None:
         b.add(x, y)
     with pytest.raises(WebNNTypeError, match="another MLGraphBuilder"):
         b.concat([y, x], 0)
+    with pytest.raises(WebNNTypeError, match="^gemm: operand 'c' was created by another MLGraphBuilder$"):
+        b.gemm(b.reshape(y, [1, 2]), b.reshape(y, [2, 1]), options={"c": x})
 
 
 def test_non_operand_argument() -> None:

@@ -138,10 +138,18 @@ function stepError(e, what) {
  * here, naming the step.  A builder without the method throws NotSupportedError.  `onError(error, step)`
  * (step: {kind: 'input' | 'constant' | 'operation', name, index, op?, args?}) may return the error to throw
  * instead of the default (the builder's error, its name kept, its message prefixed with the step).
+ * `otherBuilder()` gives a second MLGraphBuilder of the same context: it makes the inputs and constants marked
+ * `foreign`, operands `builder` must refuse (https://www.w3.org/TR/webnn/#mlgraphbuilder-validate-operand).
  */
-export function replay(graph, weights, builder, {onError} = {}) {
+export function replay(graph, weights, builder, {onError, otherBuilder} = {}) {
   check(graph);
   const operands = {};
+  let other = null;
+  const owner = (e, name) => {
+    if (!e.foreign) return builder;
+    if (!otherBuilder) throw new TypeError(`graph file: '${name}' is foreign, and replay() was given no otherBuilder`);
+    return (other = other || otherBuilder());
+  };
   const fail = (e, step) => {
     const mine = onError ? onError(e, step) : null;
     if (mine) return mine;
@@ -151,13 +159,13 @@ export function replay(graph, weights, builder, {onError} = {}) {
   let index = 0;
   for (const [name, e] of Object.entries(graph.inputs)) {
     try {
-      operands[name] = builder.input(name, {dataType: e.dataType, shape: e.shape});
+      operands[name] = owner(e, name).input(name, {dataType: e.dataType, shape: e.shape});
     } catch (err) { throw fail(err, {kind: 'input', name, index, dataType: e.dataType}); }
     index++;
   }
   for (const [name, e] of Object.entries(graph.constants || {})) {
     try {
-      operands[name] = builder.constant({dataType: e.dataType, shape: e.shape}, tensorData(e, weights, name));
+      operands[name] = owner(e, name).constant({dataType: e.dataType, shape: e.shape}, tensorData(e, weights, name));
     } catch (err) { throw fail(err, {kind: 'constant', name, index, dataType: e.dataType}); }
     index++;
   }
@@ -197,7 +205,7 @@ export function replay(graph, weights, builder, {onError} = {}) {
 /** Replay on a new builder of `context` and build: resolves to the MLGraph. */
 export async function buildGraph(graph, weights, context, GraphBuilder = globalThis.MLGraphBuilder) {
   const builder = new GraphBuilder(context);
-  const {outputs} = replay(graph, weights, builder);
+  const {outputs} = replay(graph, weights, builder, {otherBuilder: () => new GraphBuilder(context)});
   return builder.build(outputs);
 }
 
