@@ -134,7 +134,7 @@ run: venv-run node assets build snapshot
 # Same as setup, except that missing browsers stop the run here with a clear message (--strict).
 test: venv node assets native-chromium build snapshot
 	bash scripts/setup_browsers.sh --strict
-	$(PY) -m pytest $(BROWSERS) $(PYTEST_ARGS)
+	$(PY) -m pytest $(BROWSERS) --durations=25 $(PYTEST_ARGS)
 
 # Not part of `make test` (which runs the same fuzzer with a small derandomized budget): random examples,
 # FUZZ_EXAMPLES per operator family, hypothesis statistics at the end (2500 per family: 4 minutes here).  The address

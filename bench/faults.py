@@ -19,7 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TESTS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests" / "browser").glob("test_faults_*.py"))
+# the fault files, and the start-up tests whose damaged-cache cases are marked `fault`
+TESTS = [*sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests" / "browser").glob("test_faults_*.py")),
+         "tests/browser/test_startup_snapshot.py"]
 
 
 def outcomes(junit: Path) -> list[tuple[str, str, str, float]]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from fault_cases import CASE_WAIT_MS, fault_page, selected
+from fault_cases import CASE_WAIT_MS, fault_page, selected, whole_suite_only
 
 from web.fault_injection import Faults
 
@@ -50,7 +50,7 @@ CASES = {
                        (("fetchStallMs", 600_000), ("bootTimeoutMs", BOOT_MS))),
 }
 # the cases `make test` runs
-SUBSET = ("wasm-404", "core-wheel-stalled", "boot-bound")
+SUBSET = ("wasm-404",)
 
 START_JS = r"""
 async (wait) => {
@@ -112,6 +112,7 @@ def test_a_failed_start_names_the_file_and_a_retry_works(request: pytest.Fixture
         assert page.evaluate("() => window.unhandled") == [], failed
 
 
+@whole_suite_only
 def test_a_worker_whose_script_never_runs_is_replaced(request: pytest.FixtureRequest, browser_name: str,
                                                       fault_server: tuple[str, Faults]) -> None:
     """The first execution worker's script stalls after its first bytes, so it never runs (as Firefox sometimes
