@@ -49,7 +49,8 @@ VISIT = page_function("""
   for (let i = 0; i < 400 && arg.refused && !t.cache.page.refused.length; i++) {
     await new Promise((r) => setTimeout(r, 50));
   }
-  return {y, snapshot: {...t.snapshot, numpy: t.numpySnapshot}, cache: JSON.parse(JSON.stringify(t.cache))};
+  return {y, snapshot: {...t.snapshot, numpy: t.numpySnapshot}, cache: JSON.parse(JSON.stringify(t.cache)),
+    imported: t.imported};
 """)
 
 NUMPY = "webnn-snapshot-numpy-"
@@ -222,6 +223,9 @@ def test_the_changed_constant_matters(browser: Any, dev_server: str) -> None:
         assert _alter(context, url, NUMPY, "constant-sealed", constant=CHEB0) > 0
         sealed = _visit(context, url)
         assert sealed["snapshot"] == {"page": "loaded", "worker": "loaded", "numpy": True}, sealed
+        # the constant lives in the snapshot's py_core modules, used only beside the core wheel it was made with
+        assert "py_core" in sealed["imported"]["worker"], (
+            "the NumPy snapshot was made with another core wheel, so py_core is imported from its files: make snapshot")
         assert not _right(sealed), sealed
     finally:
         context.close()
