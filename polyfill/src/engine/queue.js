@@ -68,6 +68,14 @@ export function createMessageLoop({handlers, post, close, ready = () => true, ga
     // the page gets a message without Python text (py_core.errors.internal_error does the same in Python).
     const python = e && typeof e === 'object' && e.constructor && e.constructor.name === 'PythonError';
     if (python) console.error(`pyodide-webnn: ${msg.type}: ${e.message}`);
+    // An allocation that failed outside the glue's own handler (e.g. the reply of a call made at the memory
+    // limit): Python raised it cleanly and its state is whole, so the call fails as py_core.errors words it and
+    // the engine goes on
+    if (python && /\bMemoryError\b/.test(e.message)) {
+      reply({id: msg.id, error: {name: 'OperationError', message: `${msg.type}: out of memory in the WebNN worker`},
+        ...(msg.quiet ? {quiet: msg.type} : {})});
+      return;
+    }
     const detail = python ? "internal error in the WebNN engine (details in the worker's console)"
       : (e && e.message ? e.message : String(e));
     const message = `${msg.type} failed: ${detail}`;
