@@ -26,8 +26,9 @@ def selected(params: Sequence[Any], subset: Sequence[str]) -> list[Any]:
     return [p for p in params if every_case() or p.id in subset]
 
 
+WHOLE_SUITE_ONLY = "in the whole fault suite only: python -m bench faults"
 # a test the whole suite runs and `make test` does not
-whole_suite_only = pytest.mark.skipif(not every_case(), reason="in the whole fault suite only: python -m bench faults")
+whole_suite_only = pytest.mark.skipif(not every_case(), reason=WHOLE_SUITE_ONLY)
 
 # Every wait of a case is bounded in the page by this (a hang becomes a failure with a message, never a stalled
 # run): far above what any case needs, about hangs only.

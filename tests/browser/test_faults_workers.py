@@ -12,7 +12,7 @@ caught the blocked thread with a probability above 98 %.
 from __future__ import annotations
 
 import pytest
-from fault_cases import every_case
+from fault_cases import WHOLE_SUITE_ONLY, every_case
 from pages import open_window
 
 pytestmark = [pytest.mark.browser, pytest.mark.fault]
@@ -40,7 +40,7 @@ def test_workers_starting_the_polyfill_at_once_all_finish(request: pytest.Fixtur
     failures = []
     rounds = _rounds(browser_name)
     if not rounds:
-        pytest.skip("in the whole fault suite only: python -m bench faults")
+        pytest.skip(WHOLE_SUITE_ONLY)
     for r in range(rounds):
         with open_window(request, browser_name, f"{dev_server}/test/worker.html", PAGE_TIMEOUT_MS) as page:
             reports = page.evaluate(ROUND_JS, [WORKERS, ROUND_DEADLINE_S])

@@ -57,9 +57,14 @@ export function createMessageLoop({handlers, post, close, ready = () => true, ga
     if (!msg.quiet) reply({id: msg.id, result: result === undefined ? null : result}, transfer);
   }
 
+  // msg's error reply (a quiet message's names its type, as the page expects no answer to it otherwise)
+  function replyError(msg, name, message) {
+    reply({id: msg.id, error: {name, message}, ...(msg.quiet ? {quiet: msg.type} : {})});
+  }
+
   function failed(msg, e) {
     if (e && typeof e === 'object' && 'name' in e && 'message' in e && !(e instanceof Error)) {
-      reply({id: msg.id, error: {name: e.name, message: e.message}, ...(msg.quiet ? {quiet: msg.type} : {})});
+      replyError(msg, e.name, e.message);
       return;
     }
     // Anything else is a failure of the runtime itself (e.g. a WebAssembly trap): report it and stop, so
@@ -72,15 +77,13 @@ export function createMessageLoop({handlers, post, close, ready = () => true, ga
     // limit): Python raised it cleanly and its state is whole, so the call fails as py_core.errors words it and
     // the engine goes on
     if (python && /\bMemoryError\b/.test(e.message)) {
-      reply({id: msg.id, error: {name: 'OperationError', message: `${msg.type}: out of memory in the WebNN worker`},
-        ...(msg.quiet ? {quiet: msg.type} : {})});
+      replyError(msg, 'OperationError', `${msg.type}: out of memory in the WebNN worker`);
       return;
     }
     const detail = python ? "internal error in the WebNN engine (details in the worker's console)"
       : (e && e.message ? e.message : String(e));
     const message = `${msg.type} failed: ${detail}`;
-    reply({id: msg.id, error: {name: msg.type === 'init' ? 'NotSupportedError' : 'OperationError', message},
-      ...(msg.quiet ? {quiet: msg.type} : {})});
+    replyError(msg, msg.type === 'init' ? 'NotSupportedError' : 'OperationError', message);
     if (msg.type !== 'init') {
       reply({type: 'fatal', message});
       flush();
