@@ -50,7 +50,8 @@ VISIT_JS = """async () => {
     if (want.every((w) => names.some((u) => u.includes(w)))) break;
     await new Promise((r) => setTimeout(r, 50));
   }
-  return {y, snapshot: {...snapshot, numpy, wasm: webnnPolyfill.bootTimings.wasm},
+  return {y, snapshot: {...snapshot, numpy, wasm: webnnPolyfill.bootTimings.wasm,
+    numpyWhy: webnnPolyfill.bootTimings.numpySnapshotWhy || null},
     imported: webnnPolyfill.bootTimings.imported};
 }"""
 
@@ -92,7 +93,9 @@ VISIT = VISIT_JS.replace("STORED_JS", STORED_JS, 1)
 PREBUILT_OFF = "window.WEBNN_POLYFILL_CONFIG = {prebuiltSnapshot: false};"
 
 
-def _visit(context: Any, url: str, expected_error: str = "", imported: Any = None, wasm: str = "handed") -> dict[str, Any]:
+def _visit(context: Any, url: str, expected_error: str = "", imported: Any = None, wasm: str = "handed",
+           numpy_why: str = "") -> dict[str, Any]:
+    """One visit's snapshots ({page, worker, numpy}); `numpy_why`: words bootTimings.numpySnapshotWhy must hold."""
     page, errors = open_page(context, url, BOOT_MS)
     result = page.evaluate(VISIT)
     page.close()
@@ -104,6 +107,8 @@ def _visit(context: Any, url: str, expected_error: str = "", imported: Any = Non
     snapshot: dict[str, Any] = result["snapshot"]
     # the page's pyodide.asm.wasm: the worker's compiled module, in every browser (runtime.js handOverWhat)
     assert snapshot.pop("wasm") == wasm, result
+    why = snapshot.pop("numpyWhy")
+    assert (numpy_why in why if numpy_why else not snapshot["numpy"] or why is None), result
     return snapshot
 
 
@@ -273,6 +278,11 @@ def test_a_damaged_build_snapshot_boots_as_without_it(browser: Any, dev_server: 
             context.close()
 
 
+# what bootTimings.numpySnapshotWhy says for each damage mode
+NUMPY_WHY = {"flipped": "did not restore", "truncated": "did not restore", "build-id": "did not restore",
+             "missing": "did not restore", "relink": "function table"}
+
+
 def test_a_damaged_numpy_snapshot_boots_from_the_bare_one(browser: Any, browser_name: str, dev_server: str) -> None:
     asset, gz = _asset("pyodide-snapshot-numpy")
     # A browser of its own: each mode leaves a refused Pyodide (up to a 30 MB WebAssembly memory) to the garbage
@@ -285,7 +295,7 @@ def test_a_damaged_numpy_snapshot_boots_from_the_bare_one(browser: Any, browser_
             served = _serve_damaged(context, mode, asset, gz, "numpySnapshot")
             try:
                 refused = "integrity" if mode in ("flipped", "missing") else ""
-                visit = _visit(context, f"{dev_server}/test/smoke.html", refused)
+                visit = _visit(context, f"{dev_server}/test/smoke.html", refused, numpy_why=NUMPY_WHY[mode])
                 # the worker restores the bare one; the page's Pyodide, started as the worker's module was compiled
                 # (it was to restore the NumPy snapshot), the bare one itself, and stores it: a worker that falls back
                 # after that store restores the page's copy (`loaded`), before it the build's

@@ -87,8 +87,8 @@ export const BOOT_OPTIONS = Object.freeze({
  * A started Pyodide with what it needs installed; `options`: BOOT_OPTIONS (an option not given, or undefined,
  * takes its default).
  * Resolves to {py, version, snapshot: 'handed'|'loaded'|'prebuilt'|'made'|'none', snapshotBytes, numpySnapshot
- * (true: restored from the NumPy snapshot, snapshotBytes then null), imported (the top-level packages of `wheels`
- * that came imported with the snapshot: dropStaleImports), wasmModule,
+ * (true: restored from the NumPy snapshot, snapshotBytes then null), numpySnapshotWhy (why not, where asked for),
+ * imported (the top-level packages of `wheels` that came imported with the snapshot: dropStaleImports), wasmModule,
  * numpy, wheels: 'cached'|'unzipped'|'unpacked'|'loadPackage'|null (how each was installed; numpy null when
  * deferred: numpyLater), storeSite: (which) =>
  * Promise<{stored: Promise<bool>}> (stores the entries of the wheels installed here, 'numpy' or 'wheels' or, by
@@ -183,7 +183,7 @@ async function boot(options, watch) {
   const storeFor = (hows) => (site && !hows.some((how) => /loadPackage/.test(how || '')) ? site.prepareStore(py)
     : notStored);
   return {py, version: version || py.version, snapshot: started.snapshot, snapshotBytes: started.bytes,
-    numpySnapshot: !!started.numpy, imported, wasmModule: wasm.module(), numpy: numpyHow, wheels: wheelsHow,
+    numpySnapshot: !!started.numpy, numpySnapshotWhy: started.numpyWhy || null, imported, wasmModule: wasm.module(), numpy: numpyHow, wheels: wheelsHow,
     storeSite: later ? null : storeFor([numpyHow, wheelsHow]),
     numpyLater: later ? later.then((how) => ({how, storeSite: storeFor([how, wheelsHow])})) : null};
 }

@@ -111,17 +111,28 @@ export async function fetchPrebuilt({url, sha256, size}) {
  * `numpy` ({asset, lockSha256, cached, compileAfter}: the build's NumPy snapshot, a promise of the NumPy sha256 in the lock file
  * this Pyodide reads, and prefetchSnapshot's promise of its cached copy) is tried first, when `use`: the cached
  * copy, else the asset (stored once restored), where the lock names the NumPy it holds.
- * Resolves to {py, snapshot, bytes, numpy}: snapshot is 'handed' (from `given`), 'loaded' (from the cache),
- * 'prebuilt' (the build's), 'made' or 'none'; bytes is the snapshot restored or made, for another instance (null
- * for a NumPy snapshot: only this worker's kind can restore it); numpy is true when NumPy came imported with it.
+ * Resolves to {py, snapshot, bytes, numpy, numpyWhy}: snapshot is 'handed' (from `given`), 'loaded' (from the
+ * cache), 'prebuilt' (the build's), 'made' or 'none'; bytes is the snapshot restored or made, for another instance
+ * (null for a NumPy snapshot: only this worker's kind can restore it); numpy is true when NumPy came imported with
+ * it; numpyWhy, where `numpy` was asked for and not used, says why.
  */
 export async function startPyodide(loadPyodide, version, options,
   {make = false, use = true, store = true, given = null, givenNew = false, cached: prefetched = null,
     prebuilt = null, numpy = null, mark = () => {}} = {}) {
+  let numpyWhy = null;  // why the NumPy snapshot, when asked for, was not the start
   if (numpy && use) {
     const started = await startWithNumpy(loadPyodide, options, numpy, mark);
-    if (started) return started;
+    if (started.py) return started;
+    numpyWhy = started.why;
   }
+  const result = await startBare(loadPyodide, version, options,
+    {make, use, store, given, givenNew, cached: prefetched, prebuilt, mark});
+  return numpyWhy ? {...result, numpyWhy} : result;
+}
+
+// startPyodide without the NumPy snapshot
+async function startBare(loadPyodide, version, options,
+  {make, use, store, given, givenNew, cached: prefetched, prebuilt, mark}) {
   if (given) {
     try {
       const py = await restore(loadPyodide, options, given);
@@ -171,13 +182,15 @@ export async function startPyodide(loadPyodide, version, options,
   }
 }
 
-// From the build's NumPy snapshot (relink.js): its cached copy, else the asset, fetched and stored; null when it
+// From the build's NumPy snapshot (relink.js): its cached copy, else the asset, fetched and stored; {why} when it
 // does not apply (another NumPy in the lock, no module factory to hook) or does not restore (dropped from the
 // cache; the caller then boots from the bare snapshot).
 async function startWithNumpy(loadPyodide, options, {asset, lockSha256, cached: prefetched, compileAfter}, mark) {
   const [lock, cachedBytes] = await Promise.all([lockSha256, prefetched]);
   if (cachedBytes) mark('snapshotRead');
-  if (!asset || !asset.relink || lock !== asset.numpySha256 || !await hooked(options.indexURL)) return null;
+  if (!asset || !asset.relink) return {why: 'the build has no NumPy snapshot to relink'};
+  if (lock !== asset.numpySha256) return {why: 'the lock file names another NumPy than the snapshot holds'};
+  if (!await hooked(options.indexURL)) return {why: "Pyodide's module factory could not be hooked"};
   const key = await storeKind() ? numpyKey(options.indexURL, asset) : null;  // none without a store
   const from = cachedBytes ? 'loaded' : 'prebuilt';
   const bytes = cachedBytes ? Promise.resolve(cachedBytes)
@@ -191,9 +204,10 @@ async function startWithNumpy(loadPyodide, options, {asset, lockSha256, cached: 
     }
     return {py, snapshot: from, bytes: null, numpy: true};
   } catch (e) {
+    const why = `it did not restore: ${e && e.message ? e.message : e}`;
     if (from === 'loaded' && key) await dropUnusable(key, e);
     else console.warn(`WebNN polyfill: the NumPy snapshot did not restore: ${e && e.message ? e.message : e}`);
-    return null;
+    return {why};
   }
 }
 

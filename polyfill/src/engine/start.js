@@ -142,6 +142,7 @@ export async function startEngine(msg, {switches, progress, boot}) {
   progress('worker-core', 'core loaded');
   // numpyPending: the page waits for NumPy's files ('worker-numpy-files') before it hands out a context
   const reply = {ok: true, numpyPending: !!numpyLater, snapshot: booted.snapshot, numpySnapshot: booted.numpySnapshot,
+    numpySnapshotWhy: booted.numpySnapshotWhy,
     imported: booted.imported, numpy: booted.numpy, wheels: booted.wheels, stages, stdlibCode: stdlibUsed(pyodide),
     cache: cacheLog()};
   return {pyodide, glue, direct, numpyLater, reply};

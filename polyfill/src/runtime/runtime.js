@@ -174,8 +174,9 @@ export class Runtime {
     // workers started before one ran its script (rpc.js #spawn): 1 but where a browser never ran one
     this.timings.workerStarts = worker.spawns;
     if (ready && ready.snapshot) this.timings.snapshot = {...this.timings.snapshot, worker: ready.snapshot};
-    // true: the worker's snapshot came with NumPy imported (boot/relink.js)
+    // true: the worker's snapshot came with NumPy imported (boot/relink.js); else, where it was asked for, why not
     if (ready) this.timings.numpySnapshot = !!ready.numpySnapshot;
+    if (ready && ready.numpySnapshotWhy) this.timings.numpySnapshotWhy = ready.numpySnapshotWhy;
     if (ready && ready.imported) this.timings.imported = {...this.timings.imported, worker: ready.imported};
     // 'cached' (site-packages from Cache Storage), 'unzipped' (in JavaScript), 'unpacked' (CPython's zipfile) or
     // 'loadPackage' (fallback)
