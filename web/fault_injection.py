@@ -1,6 +1,7 @@
 """Network faults on the dev server, for the fault suite (tests/browser/test_faults_*.py, `python -m bench faults`):
-a 404 for a named file, a download that stalls after its first bytes, a connection dropped mid-body.  Real HTTP
-from a real server, so every browser sees the same faults whatever drives it.
+a 404 for a named file, a download that stalls after its first bytes, a connection dropped mid-body; and a script
+served with the test's own lines in front of it (`prefix`: storage that fails as a browser's does, in the page and
+in the worker alike).  Real HTTP from a real server, so every browser sees the same faults whatever drives it.
 
 Every run of a case gets a path prefix of its own (`/run-<n>/...` is served as `/...`): its page, the polyfill,
 Pyodide and the manifest are new URLs to the browser, so no cache (HTTP, Cache Storage, a shared WebDriver profile)
@@ -17,7 +18,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-KINDS = ("404", "stall", "drop")
+KINDS = ("404", "stall", "drop", "prefix")
 # bytes of the body sent before a stall or a drop: a download under way, not a refused one
 HEAD_BYTES = 4096
 # a stalled response holds its connection at most this long (the polyfill's bound under test is far shorter); the
@@ -33,12 +34,13 @@ class DroppedConnection(Exception):
 @dataclass
 class Fault:
     """A fault for every request whose path contains `match` (the first `times` of them only, when given); `hits`
-    counts the requests it met."""
+    counts the requests it met; `text`: what a `prefix` fault puts in front of the body."""
 
     match: str
     kind: str
     times: int | None = None
     hits: int = 0
+    text: str = ""
 
 
 @dataclass
@@ -55,12 +57,12 @@ class Faults:
         """A fresh `/run-<n>` prefix for one run of a case (see the module's docstring)."""
         return f"/run-{next(self._runs)}"
 
-    def inject(self, match: str, kind: str, times: int | None = None) -> Fault:
+    def inject(self, match: str, kind: str, times: int | None = None, text: str = "") -> Fault:
         """From now on, answer requests whose path contains `match` with fault `kind` (one of KINDS): every one, or
-        the first `times`."""
+        the first `times`; `text` for a `prefix` fault."""
         if kind not in KINDS:
             raise ValueError(f"fault kind {kind!r}: expected one of {', '.join(KINDS)}")
-        fault = Fault(match, kind, times)
+        fault = Fault(match, kind, times, text=text)
         self.rules.append(fault)
         return fault
 
@@ -96,9 +98,40 @@ class Faults:
                 await send({"type": "http.response.start", "status": 404, "headers": headers})
                 await send({"type": "http.response.body", "body": b"not found (injected fault)"})
                 return
+            if fault.kind == "prefix":
+                # the body uncompressed, so that the text goes in front of the script's own
+                plain = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"accept-encoding"]
+                await app({**scope, "headers": plain}, receive, self._prefixed(send, fault.text.encode()))
+                return
             await app(scope, receive, self._cut(send, fault.kind))
 
         return serve
+
+    @staticmethod
+    def _prefixed(send: Any, text: bytes) -> Any:
+        """A `send` that holds the response until its body is whole, then sends it with `text` in front (its
+        length and no validators: another body than the file's)."""
+        start: dict[str, Any] = {}
+        body = bytearray()
+
+        async def prefixed(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                start.update(message)
+                return
+            if message["type"] != "http.response.body":
+                await send(message)
+                return
+            body.extend(message.get("body", b""))
+            if message.get("more_body"):
+                return
+            out = text + bytes(body)
+            drop = (b"content-length", b"etag", b"last-modified", b"cache-control")
+            headers = [(k, v) for k, v in start.get("headers", []) if k.lower() not in drop]
+            await send({**start, "headers": [*headers, (b"content-length", str(len(out)).encode()),
+                                             (b"cache-control", b"no-store")]})
+            await send({"type": "http.response.body", "body": out})
+
+        return prefixed
 
     def _cut(self, send: Any, kind: str) -> Any:
         """A `send` that passes the response's start and the first bytes of its body (HEAD_BYTES, at most half of

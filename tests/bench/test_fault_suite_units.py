@@ -76,6 +76,32 @@ def test_a_dropped_response_sends_its_start_and_first_bytes_only() -> None:
     assert 0 < len(body) < len(BODY) and all(m.get("more_body") for m in sent[1:])
 
 
+def test_a_prefix_fault_serves_the_text_in_front_of_the_uncompressed_body() -> None:
+    faults = Faults()
+    faults.inject("webnn-worker.js", "prefix", text="/* first */")
+    sent: list[dict[str, Any]] = []
+    seen: dict[str, Any] = {}
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        seen.update(scope)
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-length", b"6"), (b"etag", b"x")]})
+        await send({"type": "http.response.body", "body": b"abc", "more_body": True})
+        await send({"type": "http.response.body", "body": b"def"})
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "path": "/polyfill/webnn-worker.js", "raw_path": b"/polyfill/webnn-worker.js",
+             "headers": [(b"accept-encoding", b"gzip, br"), (b"accept", b"*/*")]}
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, faults.wrap(app)(scope, None, send)).result()
+    assert seen["headers"] == [(b"accept", b"*/*")]  # the app answers uncompressed
+    headers = dict(sent[0]["headers"])
+    assert sent[1]["body"] == b"/* first */abcdef" and headers[b"content-length"] == b"17"
+    assert b"etag" not in headers and len(sent) == 2
+
+
 def test_an_unknown_fault_kind_is_refused() -> None:
     with pytest.raises(ValueError, match="expected one of"):
         Faults().inject("x", "slow")
