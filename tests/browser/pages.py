@@ -70,6 +70,68 @@ def open_window(request: Any, browser_name: str, url: str, timeout_ms: int) -> I
         page.close()
 
 
+# Empties an origin's storage (Cache Storage, and the Origin Private File System where there is one)
+CLEAR_STORAGE_JS = """async () => {
+  for (const name of await caches.keys()) await caches.delete(name);
+  if (navigator.storage && navigator.storage.getDirectory) {
+    const root = await navigator.storage.getDirectory();
+    for await (const [name] of root.entries()) await root.removeEntry(name, {recursive: true});
+  }
+}"""
+
+# The polyfill's Cache Storage caches (polyfill/src/boot/snapstore.js, sitecache.js), opened and kept by a page
+HOLD_CACHES_JS = """async () => {
+  window.__heldCaches = await Promise.all(
+    ['webnn-polyfill-pyodide-snapshot', 'webnn-polyfill-site'].map((name) => caches.open(name)));
+}"""
+
+
+class Profile:
+    """Pages that share one browser profile (its storage and caches), opened with `open(url)`: pages of a
+    Playwright browser context, or windows of the session's WebKitGTK (`over_webdriver`)."""
+
+    def __init__(self, context: Any = None, driver: Any = None, timeout_ms: int = BOOT_TIMEOUT_MS) -> None:
+        self.context = context
+        self.driver = driver
+        self.timeout_ms = timeout_ms
+        self.over_webdriver = driver is not None
+
+    def open(self, url: str) -> Any:
+        """A new page at url; its uncaught errors in `page.webnn_errors`."""
+        if self.driver is None:
+            page, errors = open_page(self.context, url, self.timeout_ms)
+            page.webnn_errors = errors
+            return page
+        page = WebDriverPage.new_window(self.driver, self.timeout_ms)
+        page.goto(url)
+        return page
+
+
+@contextmanager
+def fresh_profile(request: Any, browser_name: str, origin: str, timeout_ms: int) -> Iterator[Profile]:
+    """A profile with empty storage for `origin`: a new context of the `browser` fixture, or in WebKitGTK over
+    WebDriver its session's windows with the origin's storage emptied before and after.  There a window of the
+    origin holds the polyfill's caches open meanwhile: its automation session is ephemeral and keeps a cache's
+    entries only while a page holds that cache open (a visit's stored snapshot is gone once its window closes)."""
+    if not over_webdriver(request, browser_name):
+        context = request.getfixturevalue("browser").new_context()
+        try:
+            yield Profile(context=context, timeout_ms=timeout_ms)
+        finally:
+            context.close()
+        return
+    driver = request.getfixturevalue("webkit_driver")
+    holder = WebDriverPage.new_window(driver, timeout_ms)
+    try:
+        holder.goto(f"{origin}/api/health")
+        holder.evaluate(CLEAR_STORAGE_JS)
+        holder.evaluate(HOLD_CACHES_JS)
+        yield Profile(driver=driver, timeout_ms=timeout_ms)
+        holder.evaluate(CLEAR_STORAGE_JS)
+    finally:
+        holder.close()
+
+
 # Runs one single-operator graph; the filter is a graph input or a constant.  Resolves to {y} or {error}.
 RUN_ONE_OP_JS = r"""
 async ({op, x, xShape, w, wShape, bias, options, constantFilter, label}) => {

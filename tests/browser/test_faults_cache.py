@@ -3,19 +3,23 @@ snapshot altered from outside between two visits (cut short, one bit or 1024 bit
 changed, another entry's file under its name, an older polyfill's format) is dropped before it is restored, with a
 console note and `bootTimings.cache.dropped` saying which and why; the visit boots the clean path and gives the
 right values, and it stores a good snapshot again, which the next visit restores.  Storage that refuses to open or
-is full costs speed only, with `bootTimings.cache.refused` saying why.  WebKit runs these where Playwright drives
-it (its own build): the WebKitGTK it reaches over WebDriver takes no init scripts or routes.  `make test` runs a
-subset of the cases (fault_cases.selected), `python -m bench faults` all of them."""
+is full costs speed only, with `bootTimings.cache.refused` saying why.  In WebKitGTK over WebDriver the pages are
+windows of its session (pages.fresh_profile), the snapshots live in Cache Storage (it has no `navigator.storage`),
+and the worker restores the bare snapshot too (the NumPy one does not apply there: NO_NUMPY_SNAPSHOT), so the
+NumPy snapshot's cases do not run there.  `make test` runs a subset of the cases (fault_cases.selected), `python -m bench faults` all of them."""
 
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import pytest
 from fault_cases import selected, whole_suite_only
-from pages import open_page
+from pages import Profile, fresh_profile
 from stored_snapshots import page_function
+
+from web.fault_injection import Faults
 
 pytestmark = [pytest.mark.browser, pytest.mark.fault]
 
@@ -30,6 +34,13 @@ ERF_TOL = 2e-3  # float16's rounding of values below 1, with room
 # The polyfill's answer and what its caches did (bootTimings.cache); `want`: the snapshot entries to wait for
 # (stored in the background: a page closed at once ends the worker with its writes)
 VISIT = page_function("""
+  // the page's warnings of the polyfill (WebDriver reads no console)
+  const warnings = [];
+  const warn = console.warn;
+  console.warn = (...a) => {
+    if (String(a[0]).startsWith('WebNN polyfill:')) warnings.push(a.join(' '));
+    warn.apply(console, a);
+  };
   const ctx = await navigator.ml.createContext();
   const b = new MLGraphBuilder(ctx);
   const desc = {dataType: 'float16', shape: [4]};
@@ -49,8 +60,10 @@ VISIT = page_function("""
   for (let i = 0; i < 400 && arg.refused && !t.cache.page.refused.length; i++) {
     await new Promise((r) => setTimeout(r, 50));
   }
+  console.warn = warn;
   return {y, snapshot: {...t.snapshot, numpy: t.numpySnapshot}, cache: JSON.parse(JSON.stringify(t.cache)),
-    imported: t.imported};
+    imported: t.imported, numpyWhy: t.numpySnapshotWhy || null, warnings,
+    opfs: !!(navigator.storage && navigator.storage.getDirectory)};
 """)
 
 NUMPY = "webnn-snapshot-numpy-"
@@ -122,14 +135,19 @@ ALTER = page_function("""
 CHEB0 = -0.78318707272406
 
 
-def _visit(context: Any, url: str, want: tuple[str, ...] = (), refused: bool = False) -> dict[str, Any]:
-    page, errors = open_page(context, url, BOOT_MS)
-    warnings: list[str] = []
-    page.on("console", lambda m: warnings.append(m.text) if m.type == "warning" else None)
-    result: dict[str, Any] = page.evaluate(VISIT, {"x": X, "want": list(want), "refused": refused})
-    page.close()
+# The engines whose worker does not start from the build's NumPy snapshot, and words of the reason it gives
+# (bootTimings.numpySnapshotWhy; docs/startup.md): there the worker restores the bare snapshot, as the page does
+NO_NUMPY_SNAPSHOT = {"webkit": "function table"}
+
+
+def _visit(profile: Profile, url: str, want: tuple[str, ...] = (), refused: bool = False) -> dict[str, Any]:
+    page = profile.open(url)
+    try:
+        result: dict[str, Any] = page.evaluate(VISIT, {"x": X, "want": list(want), "refused": refused})
+        errors = page.webnn_errors
+    finally:
+        page.close()
     assert not errors, errors
-    result["warnings"] = [w for w in warnings if w.startswith("WebNN polyfill:")]
     return result
 
 
@@ -137,10 +155,12 @@ def _right(result: dict[str, Any]) -> bool:
     return all(abs(a - b) <= ERF_TOL for a, b in zip(result["y"], ERF, strict=True))
 
 
-def _alter(context: Any, url: str, which: str, mode: str, **extra: Any) -> int:
-    page, _ = open_page(context, url.split("/test/")[0] + "/api/health", BOOT_MS)  # same origin, no polyfill
-    n: int = page.evaluate(ALTER, {"which": which, "mode": mode, **extra})
-    page.close()
+def _alter(profile: Profile, url: str, which: str, mode: str, **extra: Any) -> int:
+    page = profile.open(url.split("/test/")[0] + "/api/health")  # same origin, no polyfill
+    try:
+        n: int = page.evaluate(ALTER, {"which": which, "mode": mode, **extra})
+    finally:
+        page.close()
     return n
 
 
@@ -150,30 +170,49 @@ def _dropped(result: dict[str, Any], where: str) -> list[dict[str, str]]:
     return dropped
 
 
-def _first_visits(context: Any, url: str) -> None:
+def _numpy_snapshot(browser_name: str) -> bool:
+    """Whether the worker starts from the NumPy snapshot in this browser."""
+    return browser_name not in NO_NUMPY_SNAPSHOT
+
+
+def _first_visits(profile: Profile, url: str, browser_name: str) -> None:
     """The first visit restores the build's snapshots and stores them; the second restores the stored ones."""
-    first = _visit(context, url, (NUMPY, BARE))
-    assert _right(first) and first["snapshot"] == {"page": "prebuilt", "worker": "prebuilt", "numpy": True}, first
-    again = _visit(context, url)
-    assert _right(again) and again["snapshot"] == {"page": "loaded", "worker": "loaded", "numpy": True}, again
-    assert again["cache"]["page"]["store"] == "opfs" and not again["cache"]["page"]["dropped"], again["cache"]
-    assert again["cache"]["worker"]["checkMs"]["snapshot"] > 0, again["cache"]  # the NumPy snapshot's sha256 was checked
+    numpy = _numpy_snapshot(browser_name)
+    first = _visit(profile, url, (NUMPY, BARE) if numpy else (BARE,))
+    assert _right(first) and first["snapshot"] == {"page": "prebuilt", "worker": "prebuilt", "numpy": numpy}, first
+    assert numpy or NO_NUMPY_SNAPSHOT[browser_name] in first["numpyWhy"], first
+    again = _visit(profile, url)
+    assert _right(again) and again["snapshot"] == {"page": "loaded", "worker": "loaded", "numpy": numpy}, again
+    store = "opfs" if again["opfs"] else "cache"
+    assert again["cache"]["page"]["store"] == store and not again["cache"]["page"]["dropped"], again["cache"]
+    # the worker's snapshot's sha256 was checked
+    assert again["cache"]["worker"]["checkMs"]["snapshot"] > 0, again["cache"]
 
 
-def _dropped_then_clean(context: Any, url: str, which: str, where: str, why: str) -> None:
+def _dropped_then_clean(profile: Profile, url: str, which: str, where: str, why: str, browser_name: str) -> None:
     """After `which` was altered: the visit drops it (warning, bootTimings), boots the clean path with the right
-    values and stores a good one again; the next visit restores that one and drops nothing."""
-    fallback = {"page": "loaded", "worker": "prebuilt", "numpy": True} if where == "worker" else \
-        {"page": "prebuilt", "worker": "loaded", "numpy": True}
-    after = _visit(context, url, (which,))
+    values and stores a good one again; the next visit restores that one and drops nothing.  `where`: the side
+    that reads it ('page' or 'worker'); where the worker restores the bare snapshot too, either side or both may
+    read the altered bare one first."""
+    numpy = _numpy_snapshot(browser_name)
+    after = _visit(profile, url, (which,))
     assert _right(after), after
-    assert after["snapshot"] == fallback, after
-    dropped = _dropped(after, where)
-    assert len(dropped) == 1 and dropped[0]["entry"].startswith(which) and why in dropped[0]["why"], after["cache"]
-    if where == "page":  # (a worker's console reaches Playwright's page events in some browsers only)
+    if numpy:
+        fallback = {"page": "loaded", "worker": "prebuilt", "numpy": True} if where == "worker" else \
+            {"page": "prebuilt", "worker": "loaded", "numpy": True}
+        assert after["snapshot"] == fallback, after
+        sides = [where]
+    else:
+        # (a worker that reads the entry after the page stored a good one again restores that one)
+        assert after["snapshot"]["page"] == "prebuilt" and after["snapshot"]["worker"] in ("prebuilt", "loaded"), after
+        sides = [side for side in ("page", "worker") if _dropped(after, side)]
+    dropped = [d for side in sides for d in _dropped(after, side)]
+    assert sides and all(len(_dropped(after, side)) == 1 for side in sides), after["cache"]
+    assert all(d["entry"].startswith(which) and why in d["why"] for d in dropped), after["cache"]
+    if "page" in sides:  # (a worker's console does not reach the page)
         assert any("dropped the cached" in w and why in w for w in after["warnings"]), after["warnings"]
-    clean = _visit(context, url)
-    assert _right(clean) and clean["snapshot"] == {"page": "loaded", "worker": "loaded", "numpy": True}, clean
+    clean = _visit(profile, url)
+    assert _right(clean) and clean["snapshot"] == {"page": "loaded", "worker": "loaded", "numpy": numpy}, clean
     assert not _dropped(clean, "page") and not _dropped(clean, "worker"), clean["cache"]
 
 
@@ -182,59 +221,60 @@ def _modes(*pairs: tuple[str, str], subset: tuple[str, ...]) -> list[Any]:
     return selected([pytest.param(mode, why, id=mode) for mode, why in pairs], subset)
 
 
+def _needs_numpy_snapshot(browser_name: str) -> None:
+    if not _numpy_snapshot(browser_name):
+        pytest.skip(f"the worker does not start from the NumPy snapshot in {browser_name} (docs/startup.md), so "
+                    "none is stored there")
+
+
 @pytest.mark.parametrize("mode,why", _modes(
     ("flip1", "sha256"), ("flip1024", "sha256"), ("truncated", "sha256"), ("constant", "sha256"),
     ("older", "older polyfill"), ("swapped", "another entry"), subset=("constant",)))
-def test_an_altered_numpy_snapshot_is_dropped_and_replaced(browser: Any, dev_server: str, mode: str,
-                                                           why: str) -> None:
+def test_an_altered_numpy_snapshot_is_dropped_and_replaced(request: Any, browser_name: str, dev_server: str,
+                                                           mode: str, why: str) -> None:
+    _needs_numpy_snapshot(browser_name)
     url = f"{dev_server}/test/smoke.html"
-    context = browser.new_context()
-    try:
-        _first_visits(context, url)
+    with fresh_profile(request, browser_name, dev_server, BOOT_MS) as profile:
+        _first_visits(profile, url, browser_name)
         extra = {"constant": CHEB0} if mode == "constant" else {"other": BARE} if mode == "swapped" else {}
-        assert _alter(context, url, NUMPY, mode, **extra) > 0
-        _dropped_then_clean(context, url, NUMPY, "worker", why)
-    finally:
-        context.close()
+        assert _alter(profile, url, NUMPY, mode, **extra) > 0
+        _dropped_then_clean(profile, url, NUMPY, "worker", why, browser_name)
 
 
 @pytest.mark.parametrize("mode,why", _modes(
     ("truncated", "sha256"), ("flip1", "sha256"), ("older", "older polyfill"), ("swapped", "another entry"),
     subset=()))
-def test_an_altered_bare_snapshot_is_dropped_and_replaced(browser: Any, dev_server: str, mode: str, why: str) -> None:
+def test_an_altered_bare_snapshot_is_dropped_and_replaced(request: Any, browser_name: str, dev_server: str,
+                                                          mode: str, why: str) -> None:
+    if mode == "swapped":  # the NumPy snapshot's entry is the other one
+        _needs_numpy_snapshot(browser_name)
     url = f"{dev_server}/test/smoke.html"
-    context = browser.new_context()
-    try:
-        _first_visits(context, url)
-        assert _alter(context, url, BARE, mode, **({"other": NUMPY} if mode == "swapped" else {})) > 0
-        _dropped_then_clean(context, url, BARE, "page", why)
-    finally:
-        context.close()
+    with fresh_profile(request, browser_name, dev_server, BOOT_MS) as profile:
+        _first_visits(profile, url, browser_name)
+        assert _alter(profile, url, BARE, mode, **({"other": NUMPY} if mode == "swapped" else {})) > 0
+        _dropped_then_clean(profile, url, BARE, "page", why, browser_name)
 
 
-def test_the_changed_constant_matters(browser: Any, dev_server: str) -> None:
+def test_the_changed_constant_matters(request: Any, browser_name: str, dev_server: str) -> None:
     """The control of the 'constant' case above: the same change stored as a whole, consistent entry (its own
     sha256, as only a program writing the polyfill's format could) is restored, and erf's values change; so the
     right values after the unsealed change come from the entry being dropped."""
+    _needs_numpy_snapshot(browser_name)
     url = f"{dev_server}/test/smoke.html"
-    context = browser.new_context()
-    try:
-        _first_visits(context, url)
-        assert _alter(context, url, NUMPY, "constant-sealed", constant=CHEB0) > 0
-        sealed = _visit(context, url)
+    with fresh_profile(request, browser_name, dev_server, BOOT_MS) as profile:
+        _first_visits(profile, url, browser_name)
+        assert _alter(profile, url, NUMPY, "constant-sealed", constant=CHEB0) > 0
+        sealed = _visit(profile, url)
         assert sealed["snapshot"] == {"page": "loaded", "worker": "loaded", "numpy": True}, sealed
         # the constant lives in the snapshot's py_core modules, used only beside the core wheel it was made with
         assert "py_core" in sealed["imported"]["worker"], (
             "the NumPy snapshot was made with another core wheel, so py_core is imported from its files: make snapshot")
         assert not _right(sealed), sealed
-    finally:
-        context.close()
 
 
-# Storage as the browser fails it, in the page and in the worker (whose script the route prefixes with the same
-# lines): 'refused' throws on opening either store (a private mode, a blocked origin); 'full' opens them and
-# throws QuotaExceededError on every write.  (The interfaces exist in secure contexts only: not in the blank
-# document a new page starts with.)
+# Storage as the browser fails it, in the page and in the worker (the fault server serves both scripts with these
+# lines in front: web/fault_injection.py's `prefix`): 'refused' throws on opening either store (a private mode, a
+# blocked origin); 'full' opens them and throws QuotaExceededError on every write.
 REFUSE = {
     "refused": """(() => {
   const no = () => Promise.reject(new DOMException('storage is not allowed here', 'SecurityError'));
@@ -254,54 +294,53 @@ REFUSE = {
 
 @pytest.mark.parametrize("fault,why", selected(
     [pytest.param(f, w, id=f) for f, w in (("refused", "SecurityError"), ("full", "QuotaExceededError"))], ()))
-def test_storage_that_throws_costs_speed_only(browser: Any, dev_server: str, fault: str, why: str) -> None:
-    url = f"{dev_server}/test/smoke.html"
-    context = browser.new_context()
-    context.add_init_script(REFUSE[fault])
-
-    def worker(route: Any) -> None:
-        response = route.fetch()
-        route.fulfill(response=response, body=REFUSE[fault] + response.text())
-
-    context.route("**/polyfill/webnn-worker.js*", worker)
+def test_storage_that_throws_costs_speed_only(request: Any, browser_name: str, fault_server: tuple[str, Faults],
+                                              fault: str, why: str) -> None:
+    base, faults = fault_server
+    url = f"{base}{faults.run_prefix()}/test/faults.html"
+    served = [faults.inject(script, "prefix", text=REFUSE[fault])
+              for script in ("/polyfill/webnn-polyfill.js", "/polyfill/webnn-worker.js")]
+    numpy = _numpy_snapshot(browser_name)
     try:
-        for _ in range(2):  # nothing kept: the second visit starts as the first did
-            visit = _visit(context, url, refused=True)
-            assert _right(visit), visit
-            assert visit["snapshot"] == {"page": "prebuilt", "worker": "prebuilt", "numpy": True}, visit
-            page = visit["cache"]["page"]
-            assert page["store"] == (None if fault == "refused" else "opfs"), page
-            assert any(why in r for r in page["refused"]), page
-            assert any("storage refused" in w and why in w for w in visit["warnings"]), visit["warnings"]
-            if fault == "refused":  # (a full store's writes fail after the worker's reply, which carries its record)
-                assert any(why in r for r in visit["cache"]["worker"]["refused"]), visit["cache"]
+        with fresh_profile(request, browser_name, base, BOOT_MS) as profile:
+            for _ in range(2):  # nothing kept: the second visit starts as the first did
+                visit = _visit(profile, url, refused=True)
+                assert _right(visit), visit
+                assert visit["snapshot"] == {"page": "prebuilt", "worker": "prebuilt", "numpy": numpy}, visit
+                page = visit["cache"]["page"]
+                assert page["store"] == (None if fault == "refused" else "opfs" if visit["opfs"] else "cache"), page
+                assert any(why in r for r in page["refused"]), page
+                assert any("storage refused" in w and why in w for w in visit["warnings"]), visit["warnings"]
+                if fault == "refused":  # (a full store's writes fail after the worker's reply, which carries its record)
+                    assert any(why in r for r in visit["cache"]["worker"]["refused"]), visit["cache"]
+            assert all(f.hits for f in served), served
     finally:
-        context.unroute_all(behavior="ignoreErrors")
-        context.close()
+        faults.clear()
 
 
 @whole_suite_only
-def test_two_tabs_first_visits_at_once_keep_good_caches(browser: Any, dev_server: str) -> None:
+def test_two_tabs_first_visits_at_once_keep_good_caches(request: Any, browser_name: str, dev_server: str) -> None:
     """Two tabs of one origin boot side by side on a first visit: both give the right values and store their
     snapshots (each write replaces the whole entry), and a later visit restores them, dropping nothing."""
     url = f"{dev_server}/test/smoke.html"
-    context = browser.new_context()
-    try:
-        tabs = [open_page(context, url, BOOT_MS)[0] for _ in range(2)]
-        for tab in tabs:  # both boots under way before either is awaited
-            tab.evaluate("() => { window.__booting = navigator.ml.createContext(); }")
-        for tab in tabs:
-            tab.evaluate("() => window.__booting.then(() => true)")
-        results = []
-        for tab in tabs:
-            results.append(tab.evaluate(VISIT, {"x": X, "want": [NUMPY, BARE], "refused": False}))
-            tab.close()
+    numpy = _numpy_snapshot(browser_name)
+    with fresh_profile(request, browser_name, dev_server, BOOT_MS) as profile:
+        tabs = [profile.open(url) for _ in range(2)]
+        try:
+            for tab in tabs:  # both boots under way before either is awaited
+                tab.evaluate("() => { window.__booting = navigator.ml.createContext(); }")
+            for tab in tabs:
+                tab.evaluate("() => window.__booting.then(() => true)")
+            want = [NUMPY, BARE] if numpy else [BARE]
+            results = [tab.evaluate(VISIT, {"x": X, "want": want, "refused": False}) for tab in tabs]
+            assert not [e for tab in tabs for e in tab.webnn_errors], [tab.webnn_errors for tab in tabs]
+        finally:
+            for tab in tabs:
+                tab.close()
         assert all(_right(r) for r in results), results
-        later = _visit(context, url)
-        assert _right(later) and later["snapshot"] == {"page": "loaded", "worker": "loaded", "numpy": True}, later
+        later = _visit(profile, url)
+        assert _right(later) and later["snapshot"] == {"page": "loaded", "worker": "loaded", "numpy": numpy}, later
         assert not _dropped(later, "page") and not _dropped(later, "worker"), later["cache"]
-    finally:
-        context.close()
 
 
 # The site-packages entries of the core wheel (polyfill/src/boot/sitecache.js): each copied under the key an older
@@ -329,27 +368,28 @@ SITE_KEYS = """async () => (await (await caches.open('webnn-polyfill-site')).key
 
 
 @whole_suite_only
-def test_a_new_wheels_site_entries_replace_the_older_ones(browser: Any, dev_server: str) -> None:
+def test_a_new_wheels_site_entries_replace_the_older_ones(request: Any, browser_name: str, dev_server: str) -> None:
     url = f"{dev_server}/test/smoke.html"
     plain = f"{dev_server}/api/health"
-    context = browser.new_context()
-    try:
-        _first_visits(context, url)
-        page, _ = open_page(context, plain, BOOT_MS)
-        older = page.evaluate(OLDER_SITE)
-        page.close()
+    with fresh_profile(request, browser_name, dev_server, BOOT_MS) as profile:
+        _first_visits(profile, url, browser_name)
+        page = profile.open(plain)
+        try:
+            older = page.evaluate(OLDER_SITE)
+        finally:
+            page.close()
         assert len(older) == 4, older  # the page's core entry and the worker's, each twice
         # the core's entries are stored again; the older wheel's and the older format's are then deleted
-        visit = _visit(context, url)
+        visit = _visit(profile, url)
         assert _right(visit), visit
-        page, _ = open_page(context, plain, BOOT_MS)
-        for _ in range(400):
-            keys = page.evaluate(SITE_KEYS)
-            if not set(older) & set(keys) and len(keys) >= 3:
-                break
-            page.wait_for_timeout(50)
-        page.close()
+        page = profile.open(plain)
+        try:
+            for _ in range(400):
+                keys = page.evaluate(SITE_KEYS)
+                if not set(older) & set(keys) and len(keys) >= 3:
+                    break
+                time.sleep(0.05)
+        finally:
+            page.close()
         assert not set(older) & set(keys), keys
         assert len(keys) == 3, keys  # NumPy's (the worker's), and the core's of the page and of the worker
-    finally:
-        context.close()
