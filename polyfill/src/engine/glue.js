@@ -38,8 +38,10 @@ export function memoryStats(pyodide) {
   const m = pyodide._module;
   const out = {wasmBytes: m.HEAPU8.buffer.byteLength,
     pyObjects: pyodide.runPython('import gc; len(gc.get_objects())')};
-  if (typeof m._mallinfo === 'function' && typeof m._calloc === 'function') {
-    const p = m._calloc(1, 64);  // struct mallinfo: 10 size_t (4 bytes in wasm32)
+  // (a wasm export's pointer is a signed i32: past 2 GiB of heap it comes negative, so read it unsigned; 0 is a
+  // calloc that failed, and mallinfo would write its struct at address 0)
+  const p = typeof m._mallinfo === 'function' && typeof m._calloc === 'function' ? m._calloc(1, 64) >>> 0 : 0;
+  if (p) {  // struct mallinfo: 10 size_t (4 bytes in wasm32)
     try {
       m._mallinfo(p);
       const v = new Uint32Array(m.HEAPU8.buffer, p, 10);
