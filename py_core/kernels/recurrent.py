@@ -41,7 +41,9 @@ _LSTM_ORDER = {"iofg": (0, 1, 2, 3), "ifgo": (0, 3, 1, 2)}  # canonical i, o, f,
 
 
 def _canonical(a: np.ndarray, order: Sequence[int]) -> np.ndarray:
-    """Reorder the gate blocks along the first axis into canonical order, widened to float64."""
+    """Reorder the gate blocks along the first axis into canonical order, widened to float64 (C-contiguous)."""
+    if list(order) == sorted(order):  # the canonical layout itself: one widening copy
+        return np.ascontiguousarray(a, dtype=WIDE)
     blocks = np.split(a.astype(WIDE), len(order), axis=0)
     return np.concatenate([blocks[i] for i in order], axis=0)
 
@@ -119,7 +121,9 @@ def _lstm_native(xw: np.ndarray, h: np.ndarray, c: np.ndarray, r_w: np.ndarray, 
 
 
 def _project(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
-    """input @ W^T (+ bias) for every leading index at once."""
+    """input @ W^T (+ bias) for every leading index at once (in C when loaded)."""
+    if native.project_ok(x, w, b):
+        return native.project(x, w, b)
     xw = x @ w.T
     return xw if b is None else xw + b
 

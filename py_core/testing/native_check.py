@@ -410,6 +410,14 @@ def f64_function_case(name: str, count: int) -> tuple[float, float]:
     return (err if exact else math.inf), 4.0  # 4 ulp: below 1e-15 relative
 
 
+def project_case(rng: np.random.Generator, m: int, n: int, k: int, bias: bool) -> tuple[float, float]:
+    """(error, tolerance) of wk_project_f64 against NumPy's float64 product."""
+    x, w = rng.uniform(-1, 1, (m, k)), rng.uniform(-1, 1, (n, k))
+    b = rng.uniform(-1, 1, n) if bias else None
+    want = x @ w.T + (0.0 if b is None else b)
+    return error(native.project(x, w, b), want), 4 * k * float(np.finfo(np.float64).eps)
+
+
 RECURRENT_CASES = [  # (kind, steps, batch, hidden, backward, variant, activations)
     ("gru", 6, 1, 16, False, False, ["sigmoid", "tanh"]), ("gru", 4, 3, 9, True, True, ["relu", "sigmoid"]),
     ("gru", 1, 2, 5, False, True, ["tanh", "relu"]), ("lstm", 6, 1, 16, False, False, ["sigmoid", "tanh", "tanh"]),
@@ -509,6 +517,8 @@ def cases() -> Iterator[tuple[str, Any]]:
         yield f"softmax {rows}x{n} x{scale}", lambda r=rows, k=n, sc=scale: softmax_case(rng, r, k, sc)
     for name in F64_FUNCTIONS:
         yield f"float64 {name}", lambda n=name: f64_function_case(n, 100_000)
+    for m, n, k, bias in ((1, 1, 1, True), (50, 512, 128, True), (7, 9, 6, False), (3, 13, 3, True)):
+        yield f"project {m}x{n}x{k} bias={bias}", lambda m_=m, n_=n, k_=k, b=bias: project_case(rng, m_, n_, k_, b)
     for kind, steps, batch, hidden, backward, variant, acts in RECURRENT_CASES:
         yield f"{kind} loop {steps}x{batch}x{hidden} backward={backward} variant={variant} {acts}", \
             lambda k=kind, s=steps, b=batch, h=hidden, bw=backward, v=variant, a=acts: \

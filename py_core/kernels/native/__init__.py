@@ -63,6 +63,7 @@ _SIGNATURES.update({
 # the recurrent loops in float64 (py_core/kernels/recurrent.py) and their element-wise functions
 _SIGNATURES.update({
     "wk_map_f64": [_P, _P, _L, _E],
+    "wk_project_f64": [_L] * 3 + [_P] * 4,
     "wk_gru_loop": [_L] * 3 + [_P] * 5 + [_L] + [_E] * 4 + [_P],
     "wk_lstm_loop": [_L] * 3 + [_P] * 7 + [_L] + [_E] * 4 + [_P],
 })
@@ -482,6 +483,23 @@ def map_f64(x: np.ndarray, code: int) -> np.ndarray:
     y = np.empty(src.shape, F64)
     _LIB.wk_map_f64(_ptr(src), _ptr(y), src.size, code)
     return y
+
+
+def project_ok(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None) -> bool:
+    """Whether wk_project_f64 can read these: x [..., K] and w [N, K], bias [N] or None, float64 and C-contiguous."""
+    return (_LIB is not None and x.ndim >= 1 and w.ndim == 2 and x.size > 0 and w.size > 0
+            and x.shape[-1] == w.shape[1] and _f64_c(x, w, bias) and (bias is None or bias.shape == (w.shape[0],))
+            and _fit(x.size, w.size, x.size // w.shape[1] * w.shape[0]))
+
+
+def project(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    """A new float64 array x @ w.T (+ bias), [..., N]: each row of x against each row of w."""
+    assert _LIB is not None
+    _require(project_ok(x, w, bias), "project_f64")
+    n, k = w.shape
+    out = np.empty(x.shape[:-1] + (n,), F64)
+    _LIB.wk_project_f64(x.size // k, n, k, _ptr(x), _ptr(w), _ptr(bias), _ptr(out))
+    return out
 
 
 def recurrent_ok(gates: int, xw: np.ndarray, r_w: np.ndarray, r_b: np.ndarray | None, peep: np.ndarray | None,

@@ -1755,23 +1755,18 @@ static inline double pow2_f64(i64 n) { /* 2^n for n in [-1022, 1023], from the e
   return b.d;
 }
 
-/* expm1(r) for |r| <= ln2 / 2: r + r^2 P(r) with P the Taylor series to r^12 / 14! (truncation below 3e-19
- * relative); the leading r is added last, so a tiny r keeps its full relative precision */
+/* expm1(r) for |r| <= ln2 / 2: r + r^2 P(r) with P the Taylor series 1/2! + r/3! + ... + r^12/14! (truncation
+ * below 3e-19 relative), evaluated in Estrin's scheme (pairs, then powers r^2, r^4, r^8: a third of Horner's
+ * dependent chain; the terms fall fast enough that the rounding stays within Horner's); the leading r is added
+ * last, so a tiny r keeps its full relative precision */
 static inline double expm1_reduced(double r) {
-  double p = 1.0 / 87178291200.0; /* 1 / 14! */
-  p = p * r + 1.0 / 6227020800.0;
-  p = p * r + 1.0 / 479001600.0;
-  p = p * r + 1.0 / 39916800.0;
-  p = p * r + 1.0 / 3628800.0;
-  p = p * r + 1.0 / 362880.0;
-  p = p * r + 1.0 / 40320.0;
-  p = p * r + 1.0 / 5040.0;
-  p = p * r + 1.0 / 720.0;
-  p = p * r + 1.0 / 120.0;
-  p = p * r + 1.0 / 24.0;
-  p = p * r + 1.0 / 6.0;
-  p = p * r + 0.5;
-  return r + (r * r) * p;
+  double r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
+  double p01 = 1.0 / 2.0 + r * (1.0 / 6.0), p23 = 1.0 / 24.0 + r * (1.0 / 120.0);
+  double p45 = 1.0 / 720.0 + r * (1.0 / 5040.0), p67 = 1.0 / 40320.0 + r * (1.0 / 362880.0);
+  double p89 = 1.0 / 3628800.0 + r * (1.0 / 39916800.0), p1011 = 1.0 / 479001600.0 + r * (1.0 / 6227020800.0);
+  double q0 = p01 + r2 * p23, q1 = p45 + r2 * p67, q2 = p89 + r2 * p1011;
+  double p = (q0 + r4 * q1) + r8 * (q2 + r4 * (1.0 / 87178291200.0)); /* the last: 1 / 14! */
+  return r + r2 * p;
 }
 
 /* x = n ln2 + r with |r| <= ln2 / 2 (Cody-Waite: ln2's high part has 32 significant bits, so n * LN2_HI is exact
@@ -1827,7 +1822,8 @@ static inline double tanh_f64(double x) {
  * compares false and gives e / (1 + e) = NaN; sigmoid(-inf) = 0, sigmoid(inf) = 1. */
 static inline double sigmoid_f64(double x) {
   double e = exp_f64(-f64_abs(x));
-  return x >= 0.0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
+  double num = x >= 0.0 ? 1.0 : e; /* a select, not a branch: the sign of a gate's input is not predictable */
+  return num / (1.0 + e);
 }
 
 static inline double act_f64(double x, int code) {
@@ -1858,12 +1854,40 @@ static inline double dot_f64(const double *a, const double *b, i64 n) {
   return sum;
 }
 
+/* dot_f64 of four rows of w with h at once (eight independent sums in flight instead of two), each row's sum
+ * in dot_f64's order exactly */
+static inline void dot4_f64(const double *w, i64 n, const double *h, double *out) {
+  const double *w0 = w, *w1 = w + n, *w2 = w + 2 * n, *w3 = w + 3 * n;
+  v2d a0 = {0.0, 0.0}, a1 = a0, b0 = a0, b1 = a0, c0 = a0, c1 = a0, d0 = a0, d1 = a0;
+  i64 k = 0;
+  for (; k + 4 <= n; k += 4) {
+    v2d h0 = ld2(h + k), h1 = ld2(h + k + 2);
+    a0 += ld2(w0 + k) * h0; a1 += ld2(w0 + k + 2) * h1;
+    b0 += ld2(w1 + k) * h0; b1 += ld2(w1 + k + 2) * h1;
+    c0 += ld2(w2 + k) * h0; c1 += ld2(w2 + k + 2) * h1;
+    d0 += ld2(w3 + k) * h0; d1 += ld2(w3 + k + 2) * h1;
+  }
+  v2d a = a0 + a1, b = b0 + b1, c = c0 + c1, d = d0 + d1;
+  double s[4] = {a[0] + a[1], b[0] + b[1], c[0] + c[1], d[0] + d[1]};
+  for (; k < n; k++) {
+    s[0] += w0[k] * h[k]; s[1] += w1[k] * h[k]; s[2] += w2[k] * h[k]; s[3] += w3[k] * h[k];
+  }
+  for (int r = 0; r < 4; r++) out[r] = s[r];
+}
+
 /* out[j] = w[j, :] . h + bias[j] (bias may be NULL) for `rows` rows of w [rows, hidden] */
 static void matvec_f64(const double *w, i64 rows, i64 hidden, const double *h, const double *bias, double *out) {
-  for (i64 j = 0; j < rows; j++) {
-    double v = dot_f64(w + j * hidden, h, hidden);
-    out[j] = bias ? v + bias[j] : v;
-  }
+  i64 j = 0;
+  for (; j + 4 <= rows; j += 4) dot4_f64(w + j * hidden, hidden, h, out + j);
+  for (; j < rows; j++) out[j] = dot_f64(w + j * hidden, h, hidden);
+  if (bias)
+    for (j = 0; j < rows; j++) out[j] = out[j] + bias[j];
+}
+
+/* out[m, :] = w a[m, :]^T + bias for the M rows of a [M, K], w [N, K], bias [N] or NULL: the input projection of
+ * every time step at once, in float64 (Pyodide's NumPy has no BLAS: its float64 product is slower than this) */
+EXPORT void wk_project_f64(i64 M, i64 N, i64 K, const double *a, const double *w, const double *bias, double *out) {
+  for (i64 m = 0; m < M; m++) matvec_f64(w, N, K, a + m * K, bias, out + m * N);
 }
 
 /* GRU over `steps` steps of one direction (backward: t from last to first), recurrent.py's _gru_step at each:
