@@ -4,9 +4,9 @@ https://www.w3.org/TR/webnn/#api-mlgraphbuilder-gru
 Every kernel computes in float64 and rounds once to the input's type at the end: the recurrence feeds each
 step's rounding error into the next, and WPT allows only 3-6 ULP against a double-precision reference.
 Weights are first permuted to one canonical gate order (gru: z, r, n; lstm: i, o, f, g); the input
-projections of all time steps are one matmul, and only the recurrent part loops, over time steps: in C when the
-C kernels are loaded (native.gru_loop, native.lstm_loop: a whole direction in one call, the same float64
-arithmetic), else in NumPy below, which stays the reference.
+projections of all time steps are one product, and only the recurrent part loops, over time steps.  With the C
+kernels loaded both run in C (native.project; native.gru_loop, native.lstm_loop: a whole direction per call, the
+NumPy steps' float64 operations in their order); the NumPy code below stays the reference.
 """
 
 from __future__ import annotations
