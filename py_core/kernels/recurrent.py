@@ -4,7 +4,9 @@ https://www.w3.org/TR/webnn/#api-mlgraphbuilder-gru
 Every kernel computes in float64 and rounds once to the input's type at the end: the recurrence feeds each
 step's rounding error into the next, and WPT allows only 3-6 ULP against a double-precision reference.
 Weights are first permuted to one canonical gate order (gru: z, r, n; lstm: i, o, f, g); the input
-projections of all time steps are one matmul, and only the recurrent part loops, over time steps.
+projections of all time steps are one product, and only the recurrent part loops, over time steps.  With the C
+kernels loaded both run in C (native.project; native.gru_loop, native.lstm_loop: a whole direction per call, the
+NumPy steps' float64 operations in their order); the NumPy code below stays the reference.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+
+from py_core.kernels import native
 
 Act = Callable[[np.ndarray], np.ndarray]
 Opt = np.ndarray | None  # an optional operand: absent from the graph -> None
@@ -37,7 +41,9 @@ _LSTM_ORDER = {"iofg": (0, 1, 2, 3), "ifgo": (0, 3, 1, 2)}  # canonical i, o, f,
 
 
 def _canonical(a: np.ndarray, order: Sequence[int]) -> np.ndarray:
-    """Reorder the gate blocks along the first axis into canonical order, widened to float64."""
+    """Reorder the gate blocks along the first axis into canonical order, widened to float64 (C-contiguous)."""
+    if list(order) == sorted(order):  # the canonical layout itself: one widening copy
+        return np.ascontiguousarray(a, dtype=WIDE)
     blocks = np.split(a.astype(WIDE), len(order), axis=0)
     return np.concatenate([blocks[i] for i in order], axis=0)
 
@@ -54,6 +60,11 @@ def _at(a: np.ndarray | None, d: int) -> np.ndarray | None:
 
 def _wide(a: np.ndarray | None) -> np.ndarray | None:
     return None if a is None else a.astype(WIDE)
+
+
+def _state(a: np.ndarray) -> np.ndarray:
+    """A state as a new C-contiguous float64 array (the C loops update it in place)."""
+    return np.array(a, WIDE, order="C")
 
 
 def _gru_step(xw: np.ndarray, h: np.ndarray, r_w: np.ndarray, r_b: np.ndarray | None, hidden: int,
@@ -89,30 +100,56 @@ def _lstm_step(xw: np.ndarray, h: np.ndarray, c: np.ndarray, r_w: np.ndarray, r_
     return gate(o_pre) * out(c_next), c_next
 
 
+def _gru_native(xw: np.ndarray, h: np.ndarray, r_w: np.ndarray, r_b: np.ndarray | None, reset_after: bool,
+                acts: Sequence[str], seq: np.ndarray | None = None, d: int = 0, backward: bool = False) -> bool:
+    """Run every step of `xw` [steps, batch, 3 hidden] in C, updating h in place, if the C kernels are loaded and
+    take these operands; False: the caller runs the NumPy steps."""
+    if not native.recurrent_ok(3, xw, r_w, r_b, None, [h], seq, d, acts):
+        return False
+    native.gru_loop(xw, r_w, r_b, h, seq, d, backward, reset_after, acts)
+    return True
+
+
+def _lstm_native(xw: np.ndarray, h: np.ndarray, c: np.ndarray, r_w: np.ndarray, r_b: np.ndarray | None,
+                 peep: np.ndarray | None, acts: Sequence[str], seq: np.ndarray | None = None, d: int = 0,
+                 backward: bool = False) -> bool:
+    """_gru_native for lstm: h and c updated in place."""
+    if not native.recurrent_ok(4, xw, r_w, r_b, peep, [h, c], seq, d, acts):
+        return False
+    native.lstm_loop(xw, r_w, r_b, peep, h, c, seq, d, backward, acts)
+    return True
+
+
 def _project(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
-    """input @ W^T (+ bias) for every leading index at once."""
+    """input @ W^T (+ bias) for every leading index at once (in C when loaded)."""
+    if native.project_ok(x, w, b):
+        return native.project(x, w, b)
     xw = x @ w.T
     return xw if b is None else xw + b
 
 
-def _sequence(cell_step: Callable[..., tuple[np.ndarray, ...]], x: np.ndarray, n_states: int,
+Loop = Callable[..., bool]  # (xw, states, seq, d, backward, **per-direction operands) -> ran every step in C
+
+
+def _sequence(cell_step: Callable[..., tuple[np.ndarray, ...]], loop: Loop, x: np.ndarray, n_states: int,
               dirs: int, backward_only: bool, initial: Sequence[np.ndarray | None],
               per_dir: Callable[[int], dict[str, np.ndarray | None]], hidden: int,
               return_sequence: bool) -> list[np.ndarray]:
-    """Run `cell_step` over the time steps of each direction; states in, [states..., sequence?] out."""
+    """Run each direction's time steps, all in one `loop` call or `cell_step` by step; states in,
+    [states..., sequence?] out."""
     steps, batch = x.shape[0], x.shape[1]
     finals = [np.zeros((dirs, batch, hidden), WIDE) for _ in range(n_states)]
     seq = np.zeros((steps, dirs, batch, hidden), WIDE) if return_sequence else None
     for d in range(dirs):
         p = per_dir(d)
         xw = _project(x, p.pop("weight"), p.pop("bias"))
-        states = tuple(np.zeros((batch, hidden), WIDE) if s is None else s[d].astype(WIDE)
-                       for s in initial)
+        states = tuple(np.zeros((batch, hidden), WIDE) if s is None else _state(s[d]) for s in initial)
         backward = backward_only or d == 1
-        for t in (range(steps - 1, -1, -1) if backward else range(steps)):
-            states = cell_step(xw[t], *states, **p)
-            if seq is not None:
-                seq[t, d] = states[0]
+        if not loop(xw, states, seq, d, backward, **p):
+            for t in (range(steps - 1, -1, -1) if backward else range(steps)):
+                states = cell_step(xw[t], *states, **p)
+                if seq is not None:
+                    seq[t, d] = states[0]
         for k in range(n_states):
             finals[k][d] = states[k]
     return finals + ([seq] if seq is not None else [])
@@ -134,7 +171,11 @@ def gru(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray, step
     def step(xw: np.ndarray, h: np.ndarray, r_w: np.ndarray, r_b: np.ndarray | None) -> tuple[np.ndarray]:
         return (_gru_step(xw, h, r_w, r_b, hidden, resetAfter, f, g),)
 
-    outs = _sequence(step, input.astype(WIDE), 1, weight.shape[0], direction == "backward",
+    def loop(xw: np.ndarray, states: Sequence[np.ndarray], seq: np.ndarray | None, d: int, backward: bool,
+             r_w: np.ndarray, r_b: np.ndarray | None) -> bool:
+        return _gru_native(xw, states[0], r_w, r_b, resetAfter, activations, seq, d, backward)
+
+    outs = _sequence(step, loop, input.astype(WIDE), 1, weight.shape[0], direction == "backward",
                      [initialHiddenState], per_dir, hidden, returnSequence)
     return [o.astype(input.dtype) for o in outs]
 
@@ -146,9 +187,9 @@ def gru_cell(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray,
     order, hidden = _GRU_ORDER[layout], hiddenSize
     f, g = (_ACTS[a] for a in activations)
     xw = _project(input.astype(WIDE), _canonical(weight, order), _maybe(bias, order))
-    r_w = _canonical(recurrentWeight, order)
-    h = _gru_step(xw, hiddenState.astype(WIDE), r_w, _maybe(recurrentBias, order),
-                  hidden, resetAfter, f, g)
+    r_w, r_b, h = _canonical(recurrentWeight, order), _maybe(recurrentBias, order), _state(hiddenState)
+    if not _gru_native(xw[None], h, r_w, r_b, resetAfter, activations):
+        h = _gru_step(xw, h, r_w, r_b, hidden, resetAfter, f, g)
     return h.astype(input.dtype)
 
 
@@ -171,7 +212,11 @@ def lstm(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray, ste
              peep: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         return _lstm_step(xw, h, c, r_w, r_b, peep, hidden, acts)
 
-    outs = _sequence(step, input.astype(WIDE), 2, weight.shape[0], direction == "backward",
+    def loop(xw: np.ndarray, states: Sequence[np.ndarray], seq: np.ndarray | None, d: int, backward: bool,
+             r_w: np.ndarray, r_b: np.ndarray | None, peep: np.ndarray | None) -> bool:
+        return _lstm_native(xw, *states, r_w, r_b, peep, activations, seq, d, backward)
+
+    outs = _sequence(step, loop, input.astype(WIDE), 2, weight.shape[0], direction == "backward",
                      [initialHiddenState, initialCellState], per_dir, hidden, returnSequence)
     return [o.astype(input.dtype) for o in outs]
 
@@ -182,10 +227,10 @@ def lstm_cell(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray
     """lstmCell: one time step, [hidden, cell].  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-lstmcell"""
     order, hidden = _LSTM_ORDER[layout], hiddenSize
     xw = _project(input.astype(WIDE), _canonical(weight, order), _maybe(bias, order))
-    h, c = _lstm_step(xw, hiddenState.astype(WIDE), cellState.astype(WIDE),
-                      _canonical(recurrentWeight, order),
-                      _maybe(recurrentBias, order), _wide(peepholeWeight), hidden,
-                      [_ACTS[a] for a in activations])
+    r_w, r_b, peep = _canonical(recurrentWeight, order), _maybe(recurrentBias, order), _wide(peepholeWeight)
+    h, c = _state(hiddenState), _state(cellState)
+    if not _lstm_native(xw[None], h, c, r_w, r_b, peep, activations):
+        h, c = _lstm_step(xw, h, c, r_w, r_b, peep, hidden, [_ACTS[a] for a in activations])
     return [h.astype(input.dtype), c.astype(input.dtype)]
 
 

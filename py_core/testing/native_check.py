@@ -375,6 +375,88 @@ def softmax_case(rng: np.random.Generator, rows: int, n: int, scale: float) -> t
     return float(err.max()), 8 * float(np.finfo(np.float32).eps)
 
 
+def _sigmoid_math(v: float) -> float:
+    return 1.0 / (1.0 + math.exp(-v)) if v >= 0 else math.exp(v) / (1.0 + math.exp(v))
+
+
+# the recurrent loops' float64 functions: their code, the math oracle, a dense sweep, the special values and what
+# they must give exactly (NumPy's answers: NaN stays NaN, the limits at the infinities, the sign of zero)
+F64_FUNCTIONS: dict[str, tuple[int, Any, tuple[float, float], list[float], list[float]]] = {
+    "exp": (native.F64_EXP, math.exp, (-745.0, 709.78),
+            [math.nan, math.inf, -math.inf, 710.0, -746.0, 0.0], [math.nan, math.inf, 0.0, math.inf, 0.0, 1.0]),
+    "tanh": (native.RNN_ACTS["tanh"], math.tanh, (-25.0, 25.0),
+             [math.nan, math.inf, -math.inf, -0.0, 5e-324], [math.nan, 1.0, -1.0, -0.0, 5e-324]),
+    "sigmoid": (native.RNN_ACTS["sigmoid"], _sigmoid_math, (-750.0, 750.0),
+                [math.nan, math.inf, -math.inf, -1000.0, 0.0], [math.nan, 1.0, 0.0, 0.0, 0.5]),
+    "relu": (native.RNN_ACTS["relu"], lambda v: max(v, 0.0), (-5.0, 5.0),
+             [math.nan, math.inf, -math.inf], [math.nan, math.inf, 0.0]),
+}
+
+
+def f64_function_case(name: str, count: int) -> tuple[float, float]:
+    """(error in float64 ulp, tolerance) of one of the recurrent loops' functions against Python's math on a dense
+    sweep of its range and on tiny magnitudes of both signs (relative precision near 0); inf unless the special
+    values give exactly what NumPy gives."""
+    code, oracle, (lo, hi), special, expect = F64_FUNCTIONS[name]
+    tiny = np.geomspace(1e-300, 1.0, count // 8)
+    x = np.concatenate([np.linspace(lo, hi, count), tiny, -tiny])
+    got = native.map_f64(x, code)
+    want = np.array([oracle(float(v)) for v in x])
+    err = float(np.max(np.abs(got - want) / np.spacing(np.abs(want))))
+    edge = native.map_f64(np.array(special), code)
+    signed = ~np.isnan(edge)  # (a NaN's sign bit is not part of the answer)
+    exact = (np.array_equal(edge, expect, equal_nan=True)
+             and np.array_equal(np.signbit(edge[signed]), np.signbit(np.array(expect)[signed])))
+    return (err if exact else math.inf), 4.0  # 4 ulp: below 1e-15 relative
+
+
+def project_case(rng: np.random.Generator, m: int, n: int, k: int, bias: bool) -> tuple[float, float]:
+    """(error, tolerance) of wk_project_f64 against NumPy's float64 product."""
+    x, w = rng.uniform(-1, 1, (m, k)), rng.uniform(-1, 1, (n, k))
+    b = rng.uniform(-1, 1, n) if bias else None
+    want = x @ w.T + (0.0 if b is None else b)
+    return error(native.project(x, w, b), want), 4 * k * float(np.finfo(np.float64).eps)
+
+
+RECURRENT_CASES = [  # (kind, steps, batch, hidden, backward, variant, activations)
+    ("gru", 6, 1, 16, False, False, ["sigmoid", "tanh"]), ("gru", 4, 3, 9, True, True, ["relu", "sigmoid"]),
+    ("gru", 1, 2, 5, False, True, ["tanh", "relu"]), ("lstm", 6, 1, 16, False, False, ["sigmoid", "tanh", "tanh"]),
+    ("lstm", 5, 3, 7, True, True, ["tanh", "relu", "sigmoid"]), ("lstm", 1, 2, 1, True, True, ["relu"] * 3),
+]
+
+
+def recurrent_case(rng: np.random.Generator, kind: str, steps: int, batch: int, hidden: int, backward: bool,
+                   variant: bool, acts: list[str]) -> tuple[float, float]:
+    """(error, tolerance) of wk_gru_loop / wk_lstm_loop against recurrent.py's NumPy steps over one direction,
+    written into the second direction of a sequence output.  variant: gru without resetAfter and without
+    biases; lstm with peepholes."""
+    from py_core.kernels import recurrent
+
+    gates = 3 if kind == "gru" else 4
+    xw = rng.uniform(-3, 3, (steps, batch, gates * hidden))
+    r_w = rng.uniform(-1, 1, (gates * hidden, hidden))
+    r_b = None if kind == "gru" and variant else rng.uniform(-1, 1, gates * hidden)
+    peep = rng.uniform(-1, 1, 3 * hidden) if kind == "lstm" and variant else None
+    states = [rng.uniform(-1, 1, (batch, hidden)) for _ in range(gates - 2)]
+    fns = [recurrent._ACTS[a] for a in acts]
+    want_seq = np.zeros((steps, batch, hidden))
+    now = [s.copy() for s in states]
+    for t in (range(steps - 1, -1, -1) if backward else range(steps)):
+        if kind == "gru":
+            now = [recurrent._gru_step(xw[t], now[0], r_w, r_b, hidden, not variant, *fns)]
+        else:
+            now = list(recurrent._lstm_step(xw[t], *now, r_w, r_b, peep, hidden, fns))
+        want_seq[t] = now[0]
+    seq = np.full((steps, 2, batch, hidden), np.nan)
+    if kind == "gru":
+        native.gru_loop(xw, r_w, r_b, states[0], seq, 1, backward, not variant, acts)
+    else:
+        native.lstm_loop(xw, r_w, r_b, peep, states[0], states[1], seq, 1, backward, acts)
+    untouched = bool(np.isnan(seq[:, 0]).all())  # the other direction's rows stay as they were
+    err = max(error(seq[:, 1], want_seq), *(error(s, w) for s, w in zip(states, now, strict=True)))
+    return (err if untouched else math.inf), 64 * float(np.finfo(np.float64).eps) * hidden
+
+
 def cases() -> Iterator[tuple[str, Any]]:
     """Every check as (name, zero-argument function returning (error, tolerance))."""
     rng = np.random.default_rng(7)
@@ -433,6 +515,14 @@ def cases() -> Iterator[tuple[str, Any]]:
         yield f"layer_norm {rows}x{n} affine={affine}", lambda r=rows, k=n, a=affine: layer_norm_case(rng, r, k, a)
     for rows, n, scale in ((1, 1, 1.0), (4, 7, 3.0), (64, 32, 5.0), (3, 1001, 30.0)):
         yield f"softmax {rows}x{n} x{scale}", lambda r=rows, k=n, sc=scale: softmax_case(rng, r, k, sc)
+    for name in F64_FUNCTIONS:
+        yield f"float64 {name}", lambda n=name: f64_function_case(n, 100_000)
+    for m, n, k, bias in ((1, 1, 1, True), (50, 512, 128, True), (7, 9, 6, False), (3, 13, 3, True)):
+        yield f"project {m}x{n}x{k} bias={bias}", lambda m_=m, n_=n, k_=k, b=bias: project_case(rng, m_, n_, k_, b)
+    for kind, steps, batch, hidden, backward, variant, acts in RECURRENT_CASES:
+        yield f"{kind} loop {steps}x{batch}x{hidden} backward={backward} variant={variant} {acts}", \
+            lambda k=kind, s=steps, b=batch, h=hidden, bw=backward, v=variant, a=acts: \
+            recurrent_case(rng, k, s, b, h, bw, v, a)
     for shape, axis, sizes in RESAMPLE_CASES:
         yield f"resample {shape} axis {axis} -> {sizes}", \
             lambda s=shape, a=axis, z=sizes: resample_case(rng, s, a, z)

@@ -25,7 +25,10 @@ import numpy as np
 
 ACT_NONE, ACT_CLAMP, ACT_HARD_SWISH = 0, 1, 2  # the C file's act codes
 BIAS_NONE, BIAS_PER_ROW, BIAS_PER_COL = 0, 1, 2  # its bias codes
-F32 = np.dtype(np.float32)
+F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
+# the float64 functions' codes in the C file (F64_*): the recurrent activations, and exp for the checks
+F64_EXP = 0
+RNN_ACTS = {"sigmoid": 1, "tanh": 2, "relu": 3}
 LIB_FILE = "_webnn_kernels.wasm32.wasm" if sys.platform == "emscripten" else "_webnn_kernels.host.so"
 RELAXED_FILE = "_webnn_kernels.relaxed.wasm32.wasm"  # the same kernels with f32x4.relaxed_madd (wasm only)
 # Every integer passed to C, and every coordinate the C code forms from them (out * stride - pad + tap *
@@ -56,6 +59,13 @@ _SIGNATURES.update({
     "wk_erf": [_P, _P, _L],
     "wk_layer_norm": [_P, _P, _L, _L, _P, _P, _F],
     "wk_softmax": [_P, _P, _L, _L],
+})
+# the recurrent loops in float64 (py_core/kernels/recurrent.py) and their element-wise functions
+_SIGNATURES.update({
+    "wk_map_f64": [_P, _P, _L, _E],
+    "wk_project_f64": [_L] * 3 + [_P] * 4,
+    "wk_gru_loop": [_L] * 3 + [_P] * 5 + [_L] + [_E] * 4 + [_P],
+    "wk_lstm_loop": [_L] * 3 + [_P] * 7 + [_L] + [_E] * 4 + [_P],
 })
 # the compiled plan (webnn_plan.c, py_core/compiler/plan.py): words, their count, the address table
 _SIGNATURES["wk_run_plan"] = [_P, _L, _P]
@@ -455,3 +465,90 @@ def run_plan_fn() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
     """The compiled plan's entry point wk_run_plan(words, count, table) -> 0 or 1 + a refused word's offset
     (py_core/compiler/plan.py writes and checks the words), or None when the C kernels are off."""
     return None if _LIB is None else _LIB.wk_run_plan
+
+
+# ------------------------------------------------------------------------------------ recurrent loops (float64)
+
+
+def _f64_c(*arrays: np.ndarray | None) -> bool:
+    """float64 and C-contiguous."""
+    return all(a is None or (a.dtype == F64 and a.flags.c_contiguous) for a in arrays)
+
+
+def map_f64(x: np.ndarray, code: int) -> np.ndarray:
+    """A new float64 array f(x) for a code of RNN_ACTS or F64_EXP: the recurrent loops' own exp, sigmoid, tanh."""
+    assert _LIB is not None
+    _require(x.dtype == F64 and code in (F64_EXP, *RNN_ACTS.values()), "map_f64")
+    src = _contiguous(x)
+    y = np.empty(src.shape, F64)
+    _LIB.wk_map_f64(_ptr(src), _ptr(y), src.size, code)
+    return y
+
+
+def project_ok(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None) -> bool:
+    """Whether wk_project_f64 can read these: x [..., K] and w [N, K], bias [N] or None, float64 and C-contiguous."""
+    return (_LIB is not None and x.ndim >= 1 and w.ndim == 2 and x.size > 0 and w.size > 0
+            and x.shape[-1] == w.shape[1] and _f64_c(x, w, bias) and (bias is None or bias.shape == (w.shape[0],))
+            and _fit(x.size, w.size, x.size // w.shape[1] * w.shape[0]))
+
+
+def project(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    """A new float64 array x @ w.T (+ bias), [..., N]: each row of x against each row of w."""
+    assert _LIB is not None
+    _require(project_ok(x, w, bias), "project_f64")
+    n, k = w.shape
+    out = np.empty(x.shape[:-1] + (n,), F64)
+    _LIB.wk_project_f64(x.size // k, n, k, _ptr(x), _ptr(w), _ptr(bias), _ptr(out))
+    return out
+
+
+def recurrent_ok(gates: int, xw: np.ndarray, r_w: np.ndarray, r_b: np.ndarray | None, peep: np.ndarray | None,
+                 states: Sequence[np.ndarray], seq: np.ndarray | None, d: int, acts: Sequence[str]) -> bool:
+    """Whether wk_gru_loop (3 gates) or wk_lstm_loop (4) can run these operands: xw [steps, batch, gates * hidden],
+    r_w [gates * hidden, hidden], r_b [gates * hidden], peep [3 * hidden], the states [batch, hidden] and
+    seq [steps, dirs, batch, hidden] with d < dirs, all float64 and C-contiguous; activations it has codes for."""
+    if _LIB is None or xw.ndim != 3 or r_w.ndim != 2:
+        return False
+    steps, batch, width = xw.shape
+    hidden = r_w.shape[1]
+    return (gates in (3, 4) and steps > 0 and batch > 0 and hidden > 0 and width == gates * hidden
+            and _f64_c(xw, r_w, r_b, peep, seq, *states) and r_w.shape == (width, hidden)
+            and (r_b is None or r_b.shape == (width,))
+            and (peep is None or (gates == 4 and peep.shape == (3 * hidden,)))
+            and len(states) == gates - 2 and all(s.shape == (batch, hidden) for s in states)
+            and (seq is None or (seq.ndim == 4 and seq.shape[0] == steps and seq.shape[2:] == (batch, hidden)
+                                 and 0 <= d < seq.shape[1]))
+            and len(acts) == gates - 1 and all(a in RNN_ACTS for a in acts)
+            and _fit(xw.size, r_w.size, 0 if seq is None else seq.size))
+
+
+def _sequence_at(seq: np.ndarray | None, d: int) -> tuple[int | None, int]:
+    """The address of seq[0, d] and seq's step stride in doubles (None, 0 without a sequence output)."""
+    return (None, 0) if seq is None else (_ptr(seq[0, d]), seq.strides[0] // 8)
+
+
+def gru_loop(xw: np.ndarray, r_w: np.ndarray, r_b: np.ndarray | None, h: np.ndarray, seq: np.ndarray | None,
+             d: int, backward: bool, reset_after: bool, acts: Sequence[str]) -> None:
+    """GRU over every step of one direction in place: h [batch, hidden] from the initial to the last state,
+    seq[t, d] = the state after step t (seq None: not wanted).  Gates in canonical order (z, r, n)."""
+    assert _LIB is not None
+    _require(recurrent_ok(3, xw, r_w, r_b, None, [h], seq, d, acts), "gru_loop")
+    steps, batch, _ = xw.shape
+    f, g = (RNN_ACTS[a] for a in acts)
+    work = np.empty(4 * r_w.shape[1], F64)
+    _LIB.wk_gru_loop(steps, batch, r_w.shape[1], _ptr(xw), _ptr(r_w), _ptr(r_b), _ptr(h), *_sequence_at(seq, d),
+                     int(backward), int(reset_after), f, g, _ptr(work))
+
+
+def lstm_loop(xw: np.ndarray, r_w: np.ndarray, r_b: np.ndarray | None, peep: np.ndarray | None, h: np.ndarray,
+              c: np.ndarray, seq: np.ndarray | None, d: int, backward: bool, acts: Sequence[str]) -> None:
+    """LSTM over every step of one direction in place: h and c [batch, hidden] from the initial to the last
+    states, seq[t, d] = the hidden state after step t (seq None: not wanted).  Gates in canonical order
+    (i, o, f, g), peepholes (i, o, f)."""
+    assert _LIB is not None
+    _require(recurrent_ok(4, xw, r_w, r_b, peep, [h, c], seq, d, acts), "lstm_loop")
+    steps, batch, _ = xw.shape
+    gate, cell, out = (RNN_ACTS[a] for a in acts)
+    work = np.empty(4 * r_w.shape[1], F64)
+    _LIB.wk_lstm_loop(steps, batch, r_w.shape[1], _ptr(xw), _ptr(r_w), _ptr(r_b), _ptr(peep), _ptr(h), _ptr(c),
+                      *_sequence_at(seq, d), int(backward), gate, cell, out, _ptr(work))

@@ -11,7 +11,8 @@
  * Why: Pyodide's NumPy has no BLAS and no SIMD; its einsum product reaches 2-7 GFLOP/s and SciPy's wasm
  * OpenBLAS 5-8, while the packed-panel SIMD product here runs at 30-50 (docs/performance.md).
  *
- * Rules: no libc (freestanding, nothing allocated here: every buffer comes from NumPy), float32 only,
+ * Rules: no libc (freestanding, nothing allocated here: every buffer comes from NumPy), float32 data except the
+ * recurrent loops near the end (float64, with their own exp and tanh),
  * plain multiply then add (-ffp-contract=off: no contraction the compiler chooses; only the relaxed build's
  * MADD below may fuse, where the engine decides), and the same post-op arithmetic as py_core/compiler/kernels.py so fused and unfused graphs round alike.
  *
@@ -1717,6 +1718,248 @@ EXPORT void wk_softmax(const float *x, float *y, i64 rows, i64 n) {
     }
     float total = (float)sum;
     for (k = 0; k < n; k++) yr[k] /= total;
+  }
+}
+
+/* ======================================================================================= recurrent loops
+ * The time loop of gru and lstm (py_core/kernels/recurrent.py): every step of one direction in one call, where
+ * the NumPy loop makes about 15 calls per step.  The one double-precision section of this file: the recurrence
+ * feeds each step's rounding into the next and WPT allows a few ULP against a float64 reference, so these loops
+ * compute in float64 as the NumPy kernel does, with its operations in its order (only the recurrent products'
+ * sums run in another order, two lanes at a time).  Python passes the gates in canonical order (gru: z, r, n;
+ * lstm: i, o, f, g), the input projection xw [steps, batch, G * hidden] of every step, and a work buffer.
+ */
+
+typedef double v2d __attribute__((vector_size(16), aligned(8))); /* f64x2 in wasm, SSE2 on the host */
+
+/* activation codes, shared with py_core/kernels/native/__init__.py (RNN_*); F64_EXP only for the checks */
+enum { F64_EXP = 0, F64_SIGMOID = 1, F64_TANH = 2, F64_RELU = 3 };
+
+typedef union { double d; unsigned long long u; } f64bits;
+
+static inline double f64_abs(double x) {
+  f64bits b = {x};
+  b.u &= 0x7fffffffffffffffULL;
+  return b.d;
+}
+
+static inline double f64_with_sign_of(double v, double s) { /* |v| with s's sign bit */
+  f64bits a = {v}, b = {s};
+  a.u = (a.u & 0x7fffffffffffffffULL) | (b.u & 0x8000000000000000ULL);
+  return a.d;
+}
+
+static inline double pow2_f64(i64 n) { /* 2^n for n in [-1022, 1023], from the exponent bits */
+  f64bits b;
+  b.u = (unsigned long long)(n + 1023) << 52;
+  return b.d;
+}
+
+/* expm1(r) for |r| <= ln2 / 2: r + r^2 P(r) with P the Taylor series 1/2! + r/3! + ... + r^12/14! (truncation
+ * below 3e-19 relative), evaluated in Estrin's scheme (pairs, then powers r^2, r^4, r^8: a third of Horner's
+ * dependent chain; the terms fall fast enough that the rounding stays within Horner's); the leading r is added
+ * last, so a tiny r keeps its full relative precision */
+static inline double expm1_reduced(double r) {
+  double r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
+  double p01 = 1.0 / 2.0 + r * (1.0 / 6.0), p23 = 1.0 / 24.0 + r * (1.0 / 120.0);
+  double p45 = 1.0 / 720.0 + r * (1.0 / 5040.0), p67 = 1.0 / 40320.0 + r * (1.0 / 362880.0);
+  double p89 = 1.0 / 3628800.0 + r * (1.0 / 39916800.0), p1011 = 1.0 / 479001600.0 + r * (1.0 / 6227020800.0);
+  double q0 = p01 + r2 * p23, q1 = p45 + r2 * p67, q2 = p89 + r2 * p1011;
+  double p = (q0 + r4 * q1) + r8 * (q2 + r4 * (1.0 / 87178291200.0)); /* the last: 1 / 14! */
+  return r + r2 * p;
+}
+
+/* x = n ln2 + r with |r| <= ln2 / 2 (Cody-Waite: ln2's high part has 32 significant bits, so n * LN2_HI is exact
+ * for |n| < 2^21 and x - n * LN2_HI is exact); n rounded to nearest by the 1.5 * 2^52 shifter */
+static inline double reduce_ln2(double x, i64 *n) {
+  const double LN2_HI = 6.93147180369123816490e-01, LN2_LO = 1.90821492927058770002e-10;
+  const double shifter = 6755399441055744.0;
+  double k = (x * 1.44269504088896338700e+00 + shifter) - shifter;
+  *n = (i64)k;
+  return (x - k * LN2_HI) - k * LN2_LO;
+}
+
+/* exp(x) within about 1 ulp: 2^n (1 + expm1(r)), the scaling split in two halves so results that overflow give
+ * inf and subnormal ones are rounded once.  NaN stays NaN, exp(-inf) = 0, exp(inf) = inf. */
+static inline double exp_f64(double x) {
+  if (x != x) return x;
+  if (x > 709.79) return __builtin_inf(); /* past log(DBL_MAX) = 709.7827 */
+  if (x < -745.2) return 0.0;            /* below half the smallest subnormal */
+  i64 n;
+  double r = reduce_ln2(x, &n);
+  double p = 1.0 + expm1_reduced(r);
+  i64 half = n / 2;
+  return (p * pow2_f64(half)) * pow2_f64(n - half);
+}
+
+/* expm1(u) for 0 <= u <= 1.1 (n in 0..2): 2^n expm1(r) + (2^n - 1), both terms exact but the product's rounding */
+static inline double expm1_small(double u) {
+  i64 n;
+  double r = reduce_ln2(u, &n);
+  double e = expm1_reduced(r);
+  return n == 0 ? e : pow2_f64(n) * e + (pow2_f64(n) - 1.0);
+}
+
+/* tanh(x) = sign(x) * t(|x|): below 0.55 from expm1(2|x|) / (expm1(2|x|) + 2) (no cancellation: tiny inputs keep
+ * their relative precision), up to 22 from (1 - e) / (1 + e) with e = exp(-2|x|) <= 0.33, past 22 exactly 1
+ * (tanh(22) = 1 - 1.6e-19).  tanh(+-inf) = +-1, NaN stays NaN, -0 stays -0. */
+static inline double tanh_f64(double x) {
+  double a = f64_abs(x), t;
+  if (x != x) return x;
+  if (a < 0.55) {
+    double e = expm1_small(2.0 * a);
+    t = e / (e + 2.0);
+  } else if (a < 22.0) {
+    double e = exp_f64(-2.0 * a);
+    t = (1.0 - e) / (1.0 + e);
+  } else {
+    t = 1.0;
+  }
+  return f64_with_sign_of(t, x);
+}
+
+/* recurrent.py's _sigmoid: exp(-|x|) never overflows and the small tail keeps its relative precision.  NaN
+ * compares false and gives e / (1 + e) = NaN; sigmoid(-inf) = 0, sigmoid(inf) = 1. */
+static inline double sigmoid_f64(double x) {
+  double e = exp_f64(-f64_abs(x));
+  double num = x >= 0.0 ? 1.0 : e; /* a select, not a branch: the sign of a gate's input is not predictable */
+  return num / (1.0 + e);
+}
+
+static inline double act_f64(double x, int code) {
+  if (code == F64_SIGMOID) return sigmoid_f64(x);
+  if (code == F64_TANH) return tanh_f64(x);
+  if (code == F64_RELU) return x < 0.0 ? 0.0 : x; /* NaN stays NaN, as np.maximum(x, 0) */
+  return exp_f64(x);
+}
+
+/* y[i] = f(x[i]) for one of the codes above: the functions the loops use, for the accuracy checks */
+EXPORT void wk_map_f64(const double *x, double *y, i64 count, int code) {
+  for (i64 i = 0; i < count; i++) y[i] = act_f64(x[i], code);
+}
+
+static inline v2d ld2(const double *p) { return *(const v2d *)p; }
+
+/* sum over k of a[k] b[k]: four partial sums (two two-lane vectors), then the tail */
+static inline double dot_f64(const double *a, const double *b, i64 n) {
+  v2d s0 = {0.0, 0.0}, s1 = {0.0, 0.0};
+  i64 k = 0;
+  for (; k + 4 <= n; k += 4) {
+    s0 += ld2(a + k) * ld2(b + k);
+    s1 += ld2(a + k + 2) * ld2(b + k + 2);
+  }
+  v2d s = s0 + s1;
+  double sum = s[0] + s[1];
+  for (; k < n; k++) sum += a[k] * b[k];
+  return sum;
+}
+
+/* dot_f64 of four rows of w with h at once (eight independent sums in flight instead of two), each row's sum
+ * in dot_f64's order exactly */
+static inline void dot4_f64(const double *w, i64 n, const double *h, double *out) {
+  const double *w0 = w, *w1 = w + n, *w2 = w + 2 * n, *w3 = w + 3 * n;
+  v2d a0 = {0.0, 0.0}, a1 = a0, b0 = a0, b1 = a0, c0 = a0, c1 = a0, d0 = a0, d1 = a0;
+  i64 k = 0;
+  for (; k + 4 <= n; k += 4) {
+    v2d h0 = ld2(h + k), h1 = ld2(h + k + 2);
+    a0 += ld2(w0 + k) * h0; a1 += ld2(w0 + k + 2) * h1;
+    b0 += ld2(w1 + k) * h0; b1 += ld2(w1 + k + 2) * h1;
+    c0 += ld2(w2 + k) * h0; c1 += ld2(w2 + k + 2) * h1;
+    d0 += ld2(w3 + k) * h0; d1 += ld2(w3 + k + 2) * h1;
+  }
+  v2d a = a0 + a1, b = b0 + b1, c = c0 + c1, d = d0 + d1;
+  double s[4] = {a[0] + a[1], b[0] + b[1], c[0] + c[1], d[0] + d[1]};
+  for (; k < n; k++) {
+    s[0] += w0[k] * h[k]; s[1] += w1[k] * h[k]; s[2] += w2[k] * h[k]; s[3] += w3[k] * h[k];
+  }
+  for (int r = 0; r < 4; r++) out[r] = s[r];
+}
+
+/* out[j] = w[j, :] . h + bias[j] (bias may be NULL) for `rows` rows of w [rows, hidden] */
+static void matvec_f64(const double *w, i64 rows, i64 hidden, const double *h, const double *bias, double *out) {
+  i64 j = 0;
+  for (; j + 4 <= rows; j += 4) dot4_f64(w + j * hidden, hidden, h, out + j);
+  for (; j < rows; j++) out[j] = dot_f64(w + j * hidden, h, hidden);
+  if (bias)
+    for (j = 0; j < rows; j++) out[j] = out[j] + bias[j];
+}
+
+/* out[m, :] = w a[m, :]^T + bias for the M rows of a [M, K], w [N, K], bias [N] or NULL: the input projection of
+ * every time step at once, in float64 (Pyodide's NumPy has no BLAS: its float64 product is slower than this) */
+EXPORT void wk_project_f64(i64 M, i64 N, i64 K, const double *a, const double *w, const double *bias, double *out) {
+  for (i64 m = 0; m < M; m++) matvec_f64(w, N, K, a + m * K, bias, out + m * N);
+}
+
+/* GRU over `steps` steps of one direction (backward: t from last to first), recurrent.py's _gru_step at each:
+ * h [batch, hidden] the initial state in, the last state out; rw [3 hidden, hidden], rb [3 hidden] or NULL;
+ * seq (NULL: not wanted) gets step t's state at seq + t * seq_stride, [batch, hidden]; work: 4 hidden doubles. */
+EXPORT void wk_gru_loop(i64 steps, i64 batch, i64 hidden, const double *xw, const double *rw, const double *rb,
+                        double *h, double *seq, i64 seq_stride, int backward, int reset_after, int f, int g,
+                        double *work) {
+  const i64 H = hidden, G = 3 * hidden;
+  double *hh = work, *rh = work + 2 * H, *nn = work + 3 * H;
+  for (i64 s = 0; s < steps; s++) {
+    i64 t = backward ? steps - 1 - s : s;
+    for (i64 b = 0; b < batch; b++) {
+      const double *x = xw + (t * batch + b) * G;
+      double *hb = h + b * H;
+      /* reset after: hh = h rw^T + rb, n = g(x_n + r hh_n); before: hh over z and r only,
+       * n = g(x_n + rb_n + (r h) rw_n^T) */
+      matvec_f64(rw, reset_after ? G : 2 * H, H, hb, rb, hh);
+      if (!reset_after) {
+        for (i64 j = 0; j < H; j++) rh[j] = act_f64(x[H + j] + hh[H + j], f) * hb[j];
+        matvec_f64(rw + 2 * H * H, H, H, rh, 0, nn);
+      }
+      for (i64 j = 0; j < H; j++) {
+        double z = act_f64(x[j] + hh[j], f);
+        double n;
+        if (reset_after) {
+          double r = act_f64(x[H + j] + hh[H + j], f);
+          n = act_f64(x[2 * H + j] + r * hh[2 * H + j], g);
+        } else {
+          n = act_f64((rb ? x[2 * H + j] + rb[2 * H + j] : x[2 * H + j]) + nn[j], g);
+        }
+        hb[j] = z * hb[j] + (1.0 - z) * n;
+      }
+      if (seq)
+        for (i64 j = 0; j < H; j++) seq[t * seq_stride + b * H + j] = hb[j];
+    }
+  }
+}
+
+/* LSTM over `steps` steps of one direction, recurrent.py's _lstm_step at each: h and c [batch, hidden] in and
+ * out; rw [4 hidden, hidden], rb [4 hidden] or NULL, peep [3 hidden] (i, o, f; they read the previous cell
+ * state) or NULL; gate, cell, out: the three activations; seq as for wk_gru_loop; work: 4 hidden doubles. */
+EXPORT void wk_lstm_loop(i64 steps, i64 batch, i64 hidden, const double *xw, const double *rw, const double *rb,
+                         const double *peep, double *h, double *c, double *seq, i64 seq_stride, int backward,
+                         int gate, int cell, int out, double *work) {
+  const i64 H = hidden, G = 4 * hidden;
+  for (i64 s = 0; s < steps; s++) {
+    i64 t = backward ? steps - 1 - s : s;
+    for (i64 b = 0; b < batch; b++) {
+      const double *x = xw + (t * batch + b) * G;
+      double *hb = h + b * H, *cb = c + b * H;
+      matvec_f64(rw, G, H, hb, 0, work);
+      for (i64 j = 0; j < H; j++) {
+        /* pre = (xw + h rw^T) + rb, as NumPy adds them */
+        double pre[4];
+        for (int k = 0; k < 4; k++) {
+          double v = x[k * H + j] + work[k * H + j];
+          pre[k] = rb ? v + rb[k * H + j] : v;
+        }
+        double cj = cb[j];
+        if (peep) {
+          pre[0] = pre[0] + cj * peep[j];
+          pre[1] = pre[1] + cj * peep[H + j];
+          pre[2] = pre[2] + cj * peep[2 * H + j];
+        }
+        double c_next = act_f64(pre[2], gate) * cj + act_f64(pre[0], gate) * act_f64(pre[3], cell);
+        cb[j] = c_next;
+        hb[j] = act_f64(pre[1], gate) * act_f64(c_next, out);
+      }
+      if (seq)
+        for (i64 j = 0; j < H; j++) seq[t * seq_stride + b * H + j] = hb[j];
+    }
   }
 }
 
