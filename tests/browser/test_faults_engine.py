@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fault_cases import CASE_WAIT_MS, fault_page
+from fault_cases import CASE_WAIT_MS, fault_page, whole_suite_only
 
 from web.fault_injection import Faults
 
@@ -87,6 +87,7 @@ self.addEventListener('message', (e) => {
 """
 
 
+@whole_suite_only  # (make test ends a worker through the terminated case above)
 def test_a_worker_that_closes_itself_loses_its_context(
         request: pytest.FixtureRequest, browser_name: str, fault_server: tuple[str, Faults]) -> None:
     base, faults = fault_server
