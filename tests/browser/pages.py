@@ -88,13 +88,12 @@ HOLD_CACHES_JS = """async () => {
 
 class Profile:
     """Pages that share one browser profile (its storage and caches), opened with `open(url)`: pages of a
-    Playwright browser context, or windows of the session's WebKitGTK (`over_webdriver`)."""
+    Playwright browser context, or windows of the session's WebKitGTK (`driver`)."""
 
     def __init__(self, context: Any = None, driver: Any = None, timeout_ms: int = BOOT_TIMEOUT_MS) -> None:
         self.context = context
         self.driver = driver
         self.timeout_ms = timeout_ms
-        self.over_webdriver = driver is not None
 
     def open(self, url: str) -> Any:
         """A new page at url; its uncaught errors in `page.webnn_errors`."""

@@ -183,7 +183,7 @@ def test_memory_exhausted_by_tensors_is_a_clean_error_and_the_worker_goes_on(
         request: pytest.FixtureRequest, browser_name: str, dev_server: str) -> None:
     """1 MiB tensors written until the worker's memory runs out (wasm32: 4 GiB at most, less where the browser
     refuses sooner): the call that meets the limit rejects with a named error and `workerStats()` answers (or,
-asked at the limit, rejects with the same out-of-memory error).
+    asked at the limit, rejects with the same out-of-memory error).
     Then either the context goes on (it computes once the tensors are destroyed) or, where the browser ends a
     worker that holds that much memory (WebKit may), the context is lost with a message and its calls reject with
     InvalidStateError; either way a new context works.  A fresh page of its own: the worker's wasm memory never

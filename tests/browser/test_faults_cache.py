@@ -6,7 +6,8 @@ right values, and it stores a good snapshot again, which the next visit restores
 is full costs speed only, with `bootTimings.cache.refused` saying why.  In WebKitGTK over WebDriver the pages are
 windows of its session (pages.fresh_profile), the snapshots live in Cache Storage (it has no `navigator.storage`),
 and the worker restores the bare snapshot too (the NumPy one does not apply there: NO_NUMPY_SNAPSHOT), so the
-NumPy snapshot's cases do not run there.  `make test` runs a subset of the cases (fault_cases.selected), `python -m bench faults` all of them."""
+NumPy snapshot's cases do not run there.  `make test` runs a subset of the cases (fault_cases.selected),
+`python -m bench faults` all of them."""
 
 from __future__ import annotations
 
@@ -175,10 +176,15 @@ def _numpy_snapshot(browser_name: str) -> bool:
     return browser_name not in NO_NUMPY_SNAPSHOT
 
 
+def _first_stores(browser_name: str) -> list[str]:
+    """The snapshot entries a first visit stores in this browser."""
+    return [NUMPY, BARE] if _numpy_snapshot(browser_name) else [BARE]
+
+
 def _first_visits(profile: Profile, url: str, browser_name: str) -> None:
     """The first visit restores the build's snapshots and stores them; the second restores the stored ones."""
     numpy = _numpy_snapshot(browser_name)
-    first = _visit(profile, url, (NUMPY, BARE) if numpy else (BARE,))
+    first = _visit(profile, url, tuple(_first_stores(browser_name)))
     assert _right(first) and first["snapshot"] == {"page": "prebuilt", "worker": "prebuilt", "numpy": numpy}, first
     assert numpy or NO_NUMPY_SNAPSHOT[browser_name] in first["numpyWhy"], first
     again = _visit(profile, url)
@@ -331,7 +337,7 @@ def test_two_tabs_first_visits_at_once_keep_good_caches(request: Any, browser_na
                 tab.evaluate("() => { window.__booting = navigator.ml.createContext(); }")
             for tab in tabs:
                 tab.evaluate("() => window.__booting.then(() => true)")
-            want = [NUMPY, BARE] if numpy else [BARE]
+            want = _first_stores(browser_name)
             results = [tab.evaluate(VISIT, {"x": X, "want": want, "refused": False}) for tab in tabs]
             assert not [e for tab in tabs for e in tab.webnn_errors], [tab.webnn_errors for tab in tabs]
         finally:

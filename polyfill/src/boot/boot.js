@@ -183,7 +183,8 @@ async function boot(options, watch) {
   const storeFor = (hows) => (site && !hows.some((how) => /loadPackage/.test(how || '')) ? site.prepareStore(py)
     : notStored);
   return {py, version: version || py.version, snapshot: started.snapshot, snapshotBytes: started.bytes,
-    numpySnapshot: !!started.numpy, numpySnapshotWhy: started.numpyWhy || null, imported, wasmModule: wasm.module(), numpy: numpyHow, wheels: wheelsHow,
+    numpySnapshot: !!started.numpy, numpySnapshotWhy: started.numpyWhy || null, imported, wasmModule: wasm.module(),
+    numpy: numpyHow, wheels: wheelsHow,
     storeSite: later ? null : storeFor([numpyHow, wheelsHow]),
     numpyLater: later ? later.then((how) => ({how, storeSite: storeFor([how, wheelsHow])})) : null};
 }

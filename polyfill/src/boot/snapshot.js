@@ -204,10 +204,10 @@ async function startWithNumpy(loadPyodide, options, {asset, lockSha256, cached: 
     }
     return {py, snapshot: from, bytes: null, numpy: true};
   } catch (e) {
-    const why = `it did not restore: ${e && e.message ? e.message : e}`;
+    const reason = e && e.message ? e.message : e;
     if (from === 'loaded' && key) await dropUnusable(key, e);
-    else console.warn(`WebNN polyfill: the NumPy snapshot did not restore: ${e && e.message ? e.message : e}`);
-    return {why};
+    else console.warn(`WebNN polyfill: the NumPy snapshot did not restore: ${reason}`);
+    return {why: `it did not restore: ${reason}`};
   }
 }
 

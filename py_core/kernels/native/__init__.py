@@ -20,6 +20,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -183,9 +184,13 @@ def _require(ok: bool, what: str) -> None:
         raise NativeRangeError(f"C kernel {what}: refused before the call (the caller must check first)")
 
 
+def _typed_c(dtype: np.dtype[Any], arrays: Sequence[np.ndarray | None]) -> bool:
+    return all(a is None or (a.dtype == dtype and a.flags.c_contiguous) for a in arrays)
+
+
 def _f32_c(*arrays: np.ndarray | None) -> bool:
     """float32 and C-contiguous (what the kernels index with their own strides)."""
-    return all(a is None or (a.dtype == F32 and a.flags.c_contiguous) for a in arrays)
+    return _typed_c(F32, arrays)
 
 
 def window_fits(size: int, window: int, stride: int, dilation: int, pad_begin: int, out: int) -> bool:
@@ -471,8 +476,8 @@ def run_plan_fn() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
 
 
 def _f64_c(*arrays: np.ndarray | None) -> bool:
-    """float64 and C-contiguous."""
-    return all(a is None or (a.dtype == F64 and a.flags.c_contiguous) for a in arrays)
+    """float64 and C-contiguous (the recurrent loops)."""
+    return _typed_c(F64, arrays)
 
 
 def map_f64(x: np.ndarray, code: int) -> np.ndarray:
