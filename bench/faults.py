@@ -5,6 +5,9 @@ execution worker ended from outside); `make test` runs a fixed subset of them, t
 
     python -m bench faults                                   # chromium, firefox and webkit
     python -m bench faults --browsers chromium -k network    # one browser, the cases whose name has "network"
+
+pytest's progress shows while it runs; after the table come the failures' own messages, and the junit XML is
+kept (--junit, default build/fault-suite.xml).
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ import argparse
 import os
 import subprocess
 import sys
-import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,6 +48,26 @@ def outcomes(junit: Path) -> list[tuple[str, str, str, float]]:
     return rows
 
 
+# a failure's text as printed: its first lines, each cut (a Pyodide stack has lines of megabytes)
+DETAIL_LINES = 12
+DETAIL_WIDTH = 240
+
+
+def failures(junit: Path) -> str:
+    """The text of each failed or erroring case in a pytest junit XML file, its first lines cut to a width."""
+    blocks = []
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        for tag in ("failure", "error"):
+            found = case.find(tag)
+            if found is None:
+                continue
+            text = (found.text or found.get("message") or "").splitlines()
+            lines = [line[:DETAIL_WIDTH] for line in text if line.strip()][-DETAIL_LINES:]
+            blocks.append("\n".join([f"--- {case.get('classname', '').rsplit('.', 1)[-1]}::{case.get('name')}",
+                                      *lines]))
+    return "\n".join(blocks)
+
+
 def table(rows: list[tuple[str, str, str, float]]) -> str:
     """The rows as an aligned text table."""
     head = ("case", "browser", "outcome", "seconds")
@@ -60,19 +82,26 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--browsers", default="chromium,firefox,webkit", help="comma-separated browsers")
     parser.add_argument("-k", dest="keyword", default=None, help="pytest -k expression over the case names")
+    parser.add_argument("--junit", type=Path, default=ROOT / "build" / "fault-suite.xml",
+                        help="where pytest's junit XML is kept (default %(default)s)")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp:
-        junit = Path(tmp) / "faults.xml"
-        cmd = [sys.executable, "-m", "pytest", *TESTS, "-m", "fault", "-p", "no:cacheprovider", "-q",
-               f"--junitxml={junit}"]
-        for browser in args.browsers.split(","):
-            cmd += ["--browser", browser.strip()]
-        if args.keyword:
-            cmd += ["-k", args.keyword]
-        env = {**os.environ, "WEBNN_FAULT_SUITE": "all"}
-        code = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, check=False).returncode
-        if not junit.exists():
-            print(f"the fault suite did not run (pytest exited {code})", file=sys.stderr)
-            return code or 1
-        print(table(outcomes(junit)))
+    junit = args.junit.resolve()
+    junit.parent.mkdir(parents=True, exist_ok=True)
+    junit.unlink(missing_ok=True)
+    # (--tb=no: the failures' text is printed from the junit after the table, cut)
+    cmd = [sys.executable, "-m", "pytest", *TESTS, "-m", "fault", "-p", "no:cacheprovider", "-q", "--tb=no",
+           f"--junitxml={junit}"]
+    for browser in args.browsers.split(","):
+        cmd += ["--browser", browser.strip()]
+    if args.keyword:
+        cmd += ["-k", args.keyword]
+    env = {**os.environ, "WEBNN_FAULT_SUITE": "all"}
+    code = subprocess.run(cmd, cwd=ROOT, env=env, check=False).returncode
+    if not junit.exists():
+        print(f"the fault suite did not run (pytest exited {code})", file=sys.stderr)
+        return code or 1
+    print(table(outcomes(junit)))
+    detail = failures(junit)
+    if detail:
+        print("\nfailures (the whole text is in " + str(junit) + "):\n" + detail)
     return code

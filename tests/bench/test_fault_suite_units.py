@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bench.faults import outcomes, table
+from bench.faults import failures, outcomes, table
 from web.fault_injection import DroppedConnection, Faults
 
 BODY = b"x" * 100_000
@@ -122,3 +122,4 @@ def test_the_table_reads_case_browser_outcome_and_time(tmp_path: Path) -> None:
                     ("test_faults_engine::test_close", "webkit", "skipped: reaches into the worker", 0.0)]
     text = table(rows)
     assert text.splitlines()[0].split() == ["case", "browser", "outcome", "seconds"] and "3.2" in text
+    assert failures(junit) == "--- test_faults_engine::test_death[firefox]\ntrace"

@@ -97,3 +97,48 @@ def test_a_worker_that_closes_itself_loses_its_context(
         assert served.hits, served  # the workers run the listener
         page.evaluate("() => { window.faultWorkers[0].postMessage('fault: close yourself'); }")
         _check(page.evaluate(OUTCOMES_JS, {"wait": CASE_WAIT_MS, "pendingRead": False}))
+
+
+# In front of the execution worker's script: on the page's word, the typed-array view the worker's memory figures
+# are read through (engine/glue.js memoryStats: mallinfo's ten fields) throws, as a script error there would
+BREAK_STATS_ON_WORD = """
+self.addEventListener('message', (e) => {
+  if (e.data !== 'fault: break your memory figures') return;
+  e.stopImmediatePropagation();
+  const View = self.Uint32Array;
+  self.Uint32Array = class extends View {
+    constructor(...args) {
+      if (args.length === 3 && args[2] === 10) throw new RangeError('the view is broken on purpose');
+      super(...args);
+    }
+  };
+});
+"""
+
+
+@whole_suite_only  # (make test reads the stats through the API cases)
+def test_stats_that_cannot_be_read_lose_nothing(
+        request: pytest.FixtureRequest, browser_name: str, fault_server: tuple[str, Faults]) -> None:
+    """workerStats() with one worker's memory figures unreadable: it resolves with the counters, says why the
+    figures are missing, leaves out the sums it cannot make, and every context goes on computing."""
+    base, faults = fault_server
+    served = faults.inject("/polyfill/webnn-worker.js", "prefix", text=BREAK_STATS_ON_WORD)
+    with fault_page(request, browser_name, base, faults, workers=2) as page:
+        assert page.evaluate(SETUP_JS)["workers"] == 2
+        assert served.hits, served
+        out = page.evaluate("""async (wait) => {
+          const {ctx, other} = window.dying;
+          window.faultWorkers[0].postMessage('fault: break your memory figures');
+          const stats = await within(webnnPolyfill.workerStats(), wait, 'workerStats');
+          const lost = await within(Promise.race([ctx.lost.then((i) => i.message),
+            new Promise((resolve) => setTimeout(() => resolve('not lost'), 500))]), wait, 'context.lost');
+          return {stats, lost, ctx: await within(runRelu(ctx), wait, 'the context'),
+            other: await within(runRelu(other), wait, 'the other context'), unhandled: window.unhandled};
+        }""", CASE_WAIT_MS)
+    stats = out["stats"]["ok"]
+    assert "the view is broken on purpose" in stats["memoryError"], out
+    assert stats["workers"] == 2 and stats["tensors"] >= 1, out
+    assert "mallocInUse" not in stats and "wasmBytes" not in stats, out
+    assert out["lost"] == {"ok": "not lost"}, out
+    assert out["ctx"] == out["other"] == {"ok": [1, 0, 3, 0]}, out
+    assert out["unhandled"] == [], out

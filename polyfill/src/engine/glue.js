@@ -32,9 +32,18 @@ export function takeBytes(proxy) {
 /**
  * The worker's memory for stats: the WebAssembly memory's size (it only grows), the bytes malloc has handed out
  * and not freed (dlmalloc's mallinfo: uordblks), and how many objects CPython's collector tracks (this Pyodide
- * has no pymalloc, so sys.getallocatedblocks() is 0).
+ * has no pymalloc, so sys.getallocatedblocks() is 0).  Figures that cannot be read are left out and
+ * `memoryError` says why: stats never fail a call, nor end the engine.
  */
 export function memoryStats(pyodide) {
+  try {
+    return readMemory(pyodide);
+  } catch (e) {
+    return {memoryError: `the worker's memory figures could not be read: ${e && e.message ? e.message : e}`};
+  }
+}
+
+function readMemory(pyodide) {
   const m = pyodide._module;
   const out = {wasmBytes: m.HEAPU8.buffer.byteLength,
     pyObjects: pyodide.runPython('import gc; len(gc.get_objects())')};

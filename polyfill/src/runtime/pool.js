@@ -184,7 +184,8 @@ const SUMMED = ['graphs', 'tensors', 'tensorBytes', 'constantBytes', 'weightByte
   'mallocFree', 'splitGraphs', 'splitPeerGraphs', 'splitServed', 'splitPartsOnPeer', 'splitPartsHere', 'adopted',
   'cRuns'];
 
-/** webnnPolyfill.workerStats(): the first worker's stats, counters summed over every worker, `workers` running. */
+/** webnnPolyfill.workerStats(): the first worker's stats, counters summed over every worker (left out when a
+ *  worker could not give one), `workers` running. */
 export async function poolStats(runtime) {
   await runtime.boot();
   const clients = poolOf(runtime).workers();
@@ -195,6 +196,9 @@ export async function poolStats(runtime) {
     pageHeapBytes: runtime.pageHeapBytes()};
   for (const key of SUMMED) {
     if (all.every((s) => typeof s[key] === 'number')) out[key] = all.reduce((sum, s) => sum + s[key], 0);
+    else delete out[key];
   }
+  const unread = all.map((s) => s.memoryError).filter(Boolean);
+  if (unread.length) out.memoryError = unread.join('; ');
   return out;
 }
