@@ -11,11 +11,13 @@ NumPy steps' float64 operations in their order); the NumPy code below stays the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from py_core.kernels import native
+from py_core.kernels.traits import KernelTraits, Packed, PackSite
 
 Act = Callable[[np.ndarray], np.ndarray]
 Opt = np.ndarray | None  # an optional operand: absent from the graph -> None
@@ -53,13 +55,25 @@ def _maybe(a: np.ndarray | None, order: Sequence[int]) -> np.ndarray | None:
     return None if a is None else _canonical(a, order)
 
 
-def _at(a: np.ndarray | None, d: int) -> np.ndarray | None:
-    """Direction `d` of an optional per-direction operand."""
-    return None if a is None else a[d]
-
-
 def _wide(a: np.ndarray | None) -> np.ndarray | None:
-    return None if a is None else a.astype(WIDE)
+    return None if a is None else np.ascontiguousarray(a, dtype=WIDE)
+
+
+Weights = dict[str, list[np.ndarray | None]]  # a loop operand's name -> each direction's float64 array
+# weight operand -> (its name in the steps and loops, whether its gate blocks are reordered)
+_GRU_WEIGHTS = {"weight": ("weight", True), "recurrentWeight": ("r_w", True), "bias": ("bias", True),
+                "recurrentBias": ("r_b", True)}
+_LSTM_WEIGHTS = {**_GRU_WEIGHTS, "peepholeWeight": ("peep", False)}  # peepholes (i, o, f): in no layout
+
+
+def _weights(table: Mapping[str, tuple[str, bool]], order: Sequence[int], dirs: int,
+             operands: Mapping[str, np.ndarray | None]) -> Weights:
+    """The weight operands of `table` present in `operands` (None: absent), each direction canonical float64."""
+    out: Weights = {}
+    for name, a in operands.items():
+        key, reorder = table[name]
+        out[key] = [None if a is None else _maybe(a[d], order) if reorder else _wide(a[d]) for d in range(dirs)]
+    return out
 
 
 def _state(a: np.ndarray) -> np.ndarray:
@@ -132,17 +146,16 @@ Loop = Callable[..., bool]  # (xw, states, seq, d, backward, **per-direction ope
 
 
 def _sequence(cell_step: Callable[..., tuple[np.ndarray, ...]], loop: Loop, x: np.ndarray, n_states: int,
-              dirs: int, backward_only: bool, initial: Sequence[np.ndarray | None],
-              per_dir: Callable[[int], dict[str, np.ndarray | None]], hidden: int,
+              backward_only: bool, initial: Sequence[np.ndarray | None], weights: Weights, hidden: int,
               return_sequence: bool) -> list[np.ndarray]:
     """Run each direction's time steps, all in one `loop` call or `cell_step` by step; states in,
     [states..., sequence?] out."""
-    steps, batch = x.shape[0], x.shape[1]
+    steps, batch, dirs = x.shape[0], x.shape[1], len(weights["weight"])
     finals = [np.zeros((dirs, batch, hidden), WIDE) for _ in range(n_states)]
     seq = np.zeros((steps, dirs, batch, hidden), WIDE) if return_sequence else None
     for d in range(dirs):
-        p = per_dir(d)
-        xw = _project(x, p.pop("weight"), p.pop("bias"))
+        p = {key: per_dir[d] for key, per_dir in weights.items()}
+        xw = _project(x, p.pop("weight"), p.pop("bias"))  # type: ignore[arg-type]  # weight is never None
         states = tuple(np.zeros((batch, hidden), WIDE) if s is None else _state(s[d]) for s in initial)
         backward = backward_only or d == 1
         if not loop(xw, states, seq, d, backward, **p):
@@ -155,18 +168,11 @@ def _sequence(cell_step: Callable[..., tuple[np.ndarray, ...]], loop: Loop, x: n
     return finals + ([seq] if seq is not None else [])
 
 
-def gru(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray, steps: int, hiddenSize: int, *,
-        resetAfter: bool, returnSequence: bool, direction: str, layout: str, activations: Sequence[str],
-        bias: Opt = None, recurrentBias: Opt = None, initialHiddenState: Opt = None) -> list[np.ndarray]:
-    """gru over all time steps.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-gru"""
-    order, hidden = _GRU_ORDER[layout], hiddenSize
+def _gru(input: np.ndarray, weights: Weights, hiddenSize: int, *, resetAfter: bool, returnSequence: bool,
+         direction: str, activations: Sequence[str], initialHiddenState: Opt = None) -> list[np.ndarray]:
+    """gru over weights already canonical and float64 (`_weights`)."""
+    hidden = hiddenSize
     f, g = (_ACTS[a] for a in activations)
-
-    def per_dir(d: int) -> dict[str, np.ndarray | None]:
-        return {"weight": _canonical(weight[d], order),
-                "bias": _maybe(_at(bias, d), order),
-                "r_w": _canonical(recurrentWeight[d], order),
-                "r_b": _maybe(_at(recurrentBias, d), order)}
 
     def step(xw: np.ndarray, h: np.ndarray, r_w: np.ndarray, r_b: np.ndarray | None) -> tuple[np.ndarray]:
         return (_gru_step(xw, h, r_w, r_b, hidden, resetAfter, f, g),)
@@ -175,9 +181,19 @@ def gru(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray, step
              r_w: np.ndarray, r_b: np.ndarray | None) -> bool:
         return _gru_native(xw, states[0], r_w, r_b, resetAfter, activations, seq, d, backward)
 
-    outs = _sequence(step, loop, input.astype(WIDE), 1, weight.shape[0], direction == "backward",
-                     [initialHiddenState], per_dir, hidden, returnSequence)
+    outs = _sequence(step, loop, input.astype(WIDE), 1, direction == "backward", [initialHiddenState], weights,
+                     hidden, returnSequence)
     return [o.astype(input.dtype) for o in outs]
+
+
+def gru(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray, steps: int, hiddenSize: int, *,
+        resetAfter: bool, returnSequence: bool, direction: str, layout: str, activations: Sequence[str],
+        bias: Opt = None, recurrentBias: Opt = None, initialHiddenState: Opt = None) -> list[np.ndarray]:
+    """gru over all time steps.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-gru"""
+    weights = _weights(_GRU_WEIGHTS, _GRU_ORDER[layout], weight.shape[0], {
+        "weight": weight, "recurrentWeight": recurrentWeight, "bias": bias, "recurrentBias": recurrentBias})
+    return _gru(input, weights, hiddenSize, resetAfter=resetAfter, returnSequence=returnSequence,
+                direction=direction, activations=activations, initialHiddenState=initialHiddenState)
 
 
 def gru_cell(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray, hiddenState: np.ndarray,
@@ -193,20 +209,11 @@ def gru_cell(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray,
     return h.astype(input.dtype)
 
 
-def lstm(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray, steps: int, hiddenSize: int, *,
-         returnSequence: bool, direction: str, layout: str, activations: Sequence[str], bias: Opt = None,
-         recurrentBias: Opt = None, peepholeWeight: Opt = None, initialHiddenState: Opt = None,
-         initialCellState: Opt = None) -> list[np.ndarray]:
-    """lstm over all time steps.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-lstm"""
-    order, hidden = _LSTM_ORDER[layout], hiddenSize
+def _lstm(input: np.ndarray, weights: Weights, hiddenSize: int, *, returnSequence: bool, direction: str,
+          activations: Sequence[str], initialHiddenState: Opt = None, initialCellState: Opt = None) -> list[np.ndarray]:
+    """lstm over weights already canonical and float64 (`_weights`)."""
+    hidden = hiddenSize
     acts = [_ACTS[a] for a in activations]
-
-    def per_dir(d: int) -> dict[str, np.ndarray | None]:
-        return {"weight": _canonical(weight[d], order),
-                "bias": _maybe(_at(bias, d), order),
-                "r_w": _canonical(recurrentWeight[d], order),
-                "r_b": _maybe(_at(recurrentBias, d), order),
-                "peep": _wide(_at(peepholeWeight, d))}
 
     def step(xw: np.ndarray, h: np.ndarray, c: np.ndarray, r_w: np.ndarray, r_b: np.ndarray | None,
              peep: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -216,9 +223,21 @@ def lstm(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray, ste
              r_w: np.ndarray, r_b: np.ndarray | None, peep: np.ndarray | None) -> bool:
         return _lstm_native(xw, *states, r_w, r_b, peep, activations, seq, d, backward)
 
-    outs = _sequence(step, loop, input.astype(WIDE), 2, weight.shape[0], direction == "backward",
-                     [initialHiddenState, initialCellState], per_dir, hidden, returnSequence)
+    outs = _sequence(step, loop, input.astype(WIDE), 2, direction == "backward",
+                     [initialHiddenState, initialCellState], weights, hidden, returnSequence)
     return [o.astype(input.dtype) for o in outs]
+
+
+def lstm(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray, steps: int, hiddenSize: int, *,
+         returnSequence: bool, direction: str, layout: str, activations: Sequence[str], bias: Opt = None,
+         recurrentBias: Opt = None, peepholeWeight: Opt = None, initialHiddenState: Opt = None,
+         initialCellState: Opt = None) -> list[np.ndarray]:
+    """lstm over all time steps.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-lstm"""
+    weights = _weights(_LSTM_WEIGHTS, _LSTM_ORDER[layout], weight.shape[0], {
+        "weight": weight, "recurrentWeight": recurrentWeight, "bias": bias, "recurrentBias": recurrentBias,
+        "peepholeWeight": peepholeWeight})
+    return _lstm(input, weights, hiddenSize, returnSequence=returnSequence, direction=direction,
+                 activations=activations, initialHiddenState=initialHiddenState, initialCellState=initialCellState)
 
 
 def lstm_cell(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray, hiddenState: np.ndarray,
@@ -234,9 +253,47 @@ def lstm_cell(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray
     return [h.astype(input.dtype), c.astype(input.dtype)]
 
 
+class PackedRecurrent:
+    """gru or lstm with its constant weight operands made canonical float64 once, at build: each run prepares only
+    the weights computed at run time (`_weights`), then runs the kernel's time loops as the reference does."""
+
+    def __init__(self, run: Callable[..., list[np.ndarray]], table: Mapping[str, tuple[str, bool]],
+                 order: Sequence[int], dirs: int, held: Weights, options: Mapping[str, Any]):
+        self.run, self.table, self.order, self.dirs, self.held = run, table, order, dirs, held
+        self.options = dict(options)
+
+    def __call__(self, input: np.ndarray, **operands: np.ndarray) -> list[np.ndarray]:
+        weights = {**self.held, **_weights(self.table, self.order, self.dirs,
+                                           {n: a for n, a in operands.items() if n in self.table})}
+        states = {n: a for n, a in operands.items() if n not in self.table}
+        return self.run(input, weights, **states, **self.options)
+
+
+def _packer(run: Callable[..., list[np.ndarray]], table: Mapping[str, tuple[str, bool]],
+            orders: Mapping[str, Sequence[int]]) -> Callable[[PackSite], Packed | None]:
+    """The `pack` trait of gru or lstm: its constant and absent weight operands held prepared; None when every
+    weight is computed at run time (the reference kernel then)."""
+
+    def pack(site: PackSite) -> Packed | None:
+        held = {n: site.constants.get(n) for n in table if site.constants.get(n) is not None or n not in site.shapes}
+        if all(held[n] is None for n in held):
+            return None
+        options = {k: v for k, v in site.options.items() if k not in ("steps", "layout")}
+        order, dirs = orders[site.options["layout"]], site.shapes["weight"][0]
+        kernel = PackedRecurrent(run, table, order, dirs, _weights(table, order, dirs, held), options)
+        return Packed(kernel, tuple(n for n in site.shapes if n not in held), "prepacked")
+
+    return pack
+
+
 KERNELS: dict[str, Callable[..., object]] = {
     "gru": gru,
     "gruCell": gru_cell,
     "lstm": lstm,
     "lstmCell": lstm_cell,
+}
+
+TRAITS: dict[str, KernelTraits] = {
+    "gru": KernelTraits(fresh=True, pack=_packer(_gru, _GRU_WEIGHTS, _GRU_ORDER)),
+    "lstm": KernelTraits(fresh=True, pack=_packer(_lstm, _LSTM_WEIGHTS, _LSTM_ORDER)),
 }
