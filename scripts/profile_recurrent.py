@@ -3,7 +3,8 @@ client tests' LSTM/GRU tagger (`lstm_gru` in bench/cases/client_models.py: batch
 the EP leaves Atan between them), built through GraphBuilder with seeded weights and compiled as a worker compiles
 them.  Prints per graph: the whole `Executable.run` (best and median of RUNS, in turn with the same graph compiled
 without the pack pass, which prepares the recurrent weights at every run), each step's share, and inside the
-recurrent kernels the C loop, the input projection and the weights' preparation (widening and gate reordering);
+recurrent kernels the C loop, the input projection and the weights' preparation (widening and gate reordering) or
+the C calls bound to fixed buffers;
 the rest of a run is the executor's own Python.  Steps are timed one by one, so the totals include the timers'
 cost.  A tool for kernel work (docs/performance.md), not part of any test or of `make bench`.
     .venv/bin/python scripts/profile_recurrent.py [RUNS]     (CPython, the host build of the C kernels)
@@ -130,6 +131,7 @@ def profile(name: str, graph: Graph, runs: int) -> None:
         timers.wrap(recurrent, attr, f"  recurrent.{attr}")
     for attr in ("gru_loop", "lstm_loop", "recurrent_ok"):
         timers.wrap(native, attr, f"  native.{attr}")
+    timers.wrap(native.Bound, "__call__", "  native.Bound: a C call bound at the first run")
     exe.run(feed)
     timers.ms.clear()
     timers.calls.clear()

@@ -12,6 +12,7 @@ NumPy steps' float64 operations in their order); the NumPy code below stays the 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -253,34 +254,112 @@ def lstm_cell(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray
     return [h.astype(input.dtype), c.astype(input.dtype)]
 
 
-class PackedRecurrent:
-    """gru or lstm with its constant weight operands made canonical float64 once, at build: each run prepares only
-    the weights computed at run time (`_weights`), then runs the kernel's time loops as the reference does."""
+@dataclass(frozen=True)
+class _Family:
+    """What a packed kernel needs of gru or lstm."""
 
-    def __init__(self, run: Callable[..., list[np.ndarray]], table: Mapping[str, tuple[str, bool]],
-                 order: Sequence[int], dirs: int, held: Weights, options: Mapping[str, Any]):
-        self.run, self.table, self.order, self.dirs, self.held = run, table, order, dirs, held
-        self.options = dict(options)
+    run: Callable[..., list[np.ndarray]]  # _gru or _lstm: the kernel over prepared weights
+    table: Mapping[str, tuple[str, bool]]  # its weight operands (_GRU_WEIGHTS, _LSTM_WEIGHTS)
+    orders: Mapping[str, Sequence[int]]  # layout -> canonical gate order
+    states: tuple[str, ...]  # its initial state operands, in the loop's order
+    gates: int
+    # one direction's C time loop over fixed buffers: (xw, that direction's weights, states, seq, d, backward,
+    # options)
+    bind: Callable[..., native.Bound]
+
+
+def _bind_gru(xw: np.ndarray, w: Mapping[str, np.ndarray | None], states: Sequence[np.ndarray], seq: Opt, d: int,
+              backward: bool, o: Mapping[str, Any]) -> native.Bound:
+    return native.bind_gru_loop(xw, w["r_w"], w["r_b"], states[0], seq, d, backward,  # type: ignore[arg-type]
+                                o["resetAfter"], o["activations"])
+
+
+def _bind_lstm(xw: np.ndarray, w: Mapping[str, np.ndarray | None], states: Sequence[np.ndarray], seq: Opt, d: int,
+               backward: bool, o: Mapping[str, Any]) -> native.Bound:
+    return native.bind_lstm_loop(xw, w["r_w"], w["r_b"], w["peep"], states[0], states[1],  # type: ignore[arg-type]
+                                 seq, d, backward, o["activations"])
+
+
+class _BoundRun:
+    """A packed gru or lstm whose every weight is held, bound to float64 buffers of the node's shapes: a run widens
+    the input into `x`, sets the states and makes two C calls per direction (projection, time loop), checked once
+    at binding; the results are the buffers rounded to the input's type, new arrays."""
+
+    def __init__(self, family: _Family, weights: Weights, options: Mapping[str, Any], shape: tuple[int, ...],
+                 dirs: int):
+        steps, batch, _ = shape
+        hidden = int(options["hiddenSize"])
+        self.x = np.empty(shape, WIDE)
+        self.finals = [np.empty((dirs, batch, hidden), WIDE) for _ in family.states]
+        seq = np.empty((steps, dirs, batch, hidden), WIDE) if options["returnSequence"] else None
+        xw = np.empty((steps, batch, family.gates * hidden), WIDE)
+        self.outs = self.finals + ([seq] if seq is not None else [])
+        self.calls: list[native.Bound] = []
+        for d in range(dirs):  # one xw serves every direction: each projection is read by its loop before the next
+            w = {key: per_dir[d] for key, per_dir in weights.items()}
+            self.calls.append(native.bind_project(self.x, w["weight"], w["bias"], xw))  # type: ignore[arg-type]
+            backward = options["direction"] == "backward" or d == 1
+            self.calls.append(family.bind(xw, w, [f[d] for f in self.finals], seq, d, backward, options))
+
+    def __call__(self, input: np.ndarray, initial: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+        np.copyto(self.x, input)
+        for buf, state in zip(self.finals, initial, strict=True):
+            if state is None:
+                buf.fill(0.0)
+            else:
+                np.copyto(buf, state)
+        for call in self.calls:
+            call()
+        return [o.astype(input.dtype) for o in self.outs]
+
+
+class PackedRecurrent:
+    """gru or lstm with its constant weight operands made canonical float64 once, at build.  With every weight held
+    and the C kernels loaded a run is a `_BoundRun`; otherwise it prepares the weights computed at run time
+    (`_weights`) and runs the kernel as the reference does."""
+
+    def __init__(self, family: _Family, order: Sequence[int], dirs: int, held: Weights, options: Mapping[str, Any],
+                 shape: tuple[int, ...], bindable: bool):
+        self.family, self.order, self.dirs, self.held, self.options = family, order, dirs, held, dict(options)
+        self.shape, self.bindable = shape, bindable
+        self.bound: _BoundRun | None = None
+
+    def _bound(self) -> _BoundRun | None:
+        """The bound run for the C kernels loaded now (bound again after they were switched off and on)."""
+        if self.bound is not None and self.bound.calls[0].live():
+            return self.bound
+        self.bound = None
+        if self.bindable and native.available():
+            try:
+                self.bound = _BoundRun(self.family, self.held, self.options, self.shape, self.dirs)
+            except native.NativeRangeError:  # the C loops refuse these operands: the NumPy steps, as unpacked
+                self.bindable = False
+        return self.bound
 
     def __call__(self, input: np.ndarray, **operands: np.ndarray) -> list[np.ndarray]:
-        weights = {**self.held, **_weights(self.table, self.order, self.dirs,
-                                           {n: a for n, a in operands.items() if n in self.table})}
-        states = {n: a for n, a in operands.items() if n not in self.table}
-        return self.run(input, weights, **states, **self.options)
+        bound = self._bound()
+        if bound is not None:
+            return bound(input, [operands.get(n) for n in self.family.states])
+        table = self.family.table
+        weights = {**self.held, **_weights(table, self.order, self.dirs,
+                                           {n: a for n, a in operands.items() if n in table})}
+        states = {n: a for n, a in operands.items() if n not in table}
+        return self.family.run(input, weights, **states, **self.options)
 
 
-def _packer(run: Callable[..., list[np.ndarray]], table: Mapping[str, tuple[str, bool]],
-            orders: Mapping[str, Sequence[int]]) -> Callable[[PackSite], Packed | None]:
+def _packer(family: _Family) -> Callable[[PackSite], Packed | None]:
     """The `pack` trait of gru or lstm: its constant and absent weight operands held prepared; None when every
     weight is computed at run time (the reference kernel then)."""
 
     def pack(site: PackSite) -> Packed | None:
+        table = family.table
         held = {n: site.constants.get(n) for n in table if site.constants.get(n) is not None or n not in site.shapes}
         if all(held[n] is None for n in held):
             return None
         options = {k: v for k, v in site.options.items() if k not in ("steps", "layout")}
-        order, dirs = orders[site.options["layout"]], site.shapes["weight"][0]
-        kernel = PackedRecurrent(run, table, order, dirs, _weights(table, order, dirs, held), options)
+        order, dirs = family.orders[site.options["layout"]], site.shapes["weight"][0]
+        kernel = PackedRecurrent(family, order, dirs, _weights(table, order, dirs, held), options,
+                                 site.shapes["input"], bindable=len(held) == len(table))
         return Packed(kernel, tuple(n for n in site.shapes if n not in held), "prepacked")
 
     return pack
@@ -294,6 +373,9 @@ KERNELS: dict[str, Callable[..., object]] = {
 }
 
 TRAITS: dict[str, KernelTraits] = {
-    "gru": KernelTraits(fresh=True, pack=_packer(_gru, _GRU_WEIGHTS, _GRU_ORDER)),
-    "lstm": KernelTraits(fresh=True, pack=_packer(_lstm, _LSTM_WEIGHTS, _LSTM_ORDER)),
+    "gru": KernelTraits(fresh=True, pack=_packer(_Family(_gru, _GRU_WEIGHTS, _GRU_ORDER, ("initialHiddenState",), 3,
+                                                         _bind_gru))),
+    "lstm": KernelTraits(fresh=True, pack=_packer(_Family(_lstm, _LSTM_WEIGHTS, _LSTM_ORDER,
+                                                          ("initialHiddenState", "initialCellState"), 4,
+                                                          _bind_lstm))),
 }

@@ -1,6 +1,7 @@
 """gru and lstm with constant weights (the `pack` trait of py_core/kernels/recurrent.py: constant and absent weight
-operands made canonical float64 once, at build) against the same graphs on the reference kernels: bit for bit,
-weights changed after the build unseen, weights computed at run time read at every run.
+operands made canonical float64 once, at build; with every weight constant and the C kernels loaded, the C calls
+bound to fixed buffers) against the same graphs on the reference kernels: bit for bit, with the C kernels and
+without, weights changed after the build unseen, weights computed at run time read at every run.
 https://www.w3.org/TR/webnn/#api-mlgraphbuilder-gru"""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import pytest
 from compiler_check import NONE, compare, only, ops_of
 
 from py_core.builder import GraphBuilder
+from py_core.kernels import native
 from py_core.runtime.executor import prepare
 
 PACK = only(pack=True)
@@ -95,3 +97,22 @@ def test_every_weight_at_run_time_keeps_the_reference_kernel(kind: str) -> None:
     b = GraphBuilder()
     exe = prepare(b.build(recurrent(b, kind, w, tuple(n for n in w if "State" not in n))), PACK)
     assert ops_of(exe) == [kind]
+
+
+@pytest.mark.parametrize("kind", ["gru", "lstm"])
+def test_the_c_kernels_switched_off_and_on_after_the_build(kind: str) -> None:
+    w = weights(kind, 2)
+    b, ref_b = GraphBuilder(), GraphBuilder()
+    exe = prepare(b.build(recurrent(b, kind, w, direction="both", returnSequence=True)), PACK)
+    ref = prepare(ref_b.build(recurrent(ref_b, kind, w, direction="both", returnSequence=True)), NONE)
+    x = np.random.default_rng(2).uniform(-1, 1, (STEPS, BATCH, SIZE)).astype(np.float32)
+    loaded = native.available()
+    for on in (True, False, True):  # the bound C calls, the NumPy steps, the C calls bound again
+        native.use_native(on)
+        try:
+            got, want = exe.run({"x": x}), ref.run({"x": x})
+        finally:
+            native.use_native(True)
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name])
+        assert (exe.steps[0].call.bound is not None) == (on and loaded)
