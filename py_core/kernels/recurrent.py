@@ -6,7 +6,9 @@ step's rounding error into the next, and WPT allows only 3-6 ULP against a doubl
 Weights are first permuted to one canonical gate order (gru: z, r, n; lstm: i, o, f, g); the input
 projections of all time steps are one product, and only the recurrent part loops, over time steps.  With the C
 kernels loaded both run in C (native.project; native.gru_loop, native.lstm_loop: a whole direction per call, the
-NumPy steps' float64 operations in their order); the NumPy code below stays the reference.
+NumPy steps' float64 operations in their order); the NumPy code below stays the reference.  A gru or lstm node with
+constant weights is packed at build (`PackedRecurrent`, the `pack` trait): its weights prepared once, held as
+float64 in place of the float32 constants.
 """
 
 from __future__ import annotations
@@ -322,6 +324,8 @@ class PackedRecurrent:
                  shape: tuple[int, ...], bindable: bool):
         self.family, self.order, self.dirs, self.held, self.options = family, order, dirs, held, dict(options)
         self.shape, self.bindable = shape, bindable
+        # the held weights as one tuple: what Executable.memory() counts of a kernel
+        self.arrays = tuple(a for per_dir in held.values() for a in per_dir if a is not None)
         self.bound: _BoundRun | None = None
 
     def _bound(self) -> _BoundRun | None:

@@ -116,3 +116,12 @@ def test_the_c_kernels_switched_off_and_on_after_the_build(kind: str) -> None:
         for name in want:
             np.testing.assert_array_equal(got[name], want[name])
         assert (exe.steps[0].call.bound is not None) == (on and loaded)
+
+
+def test_the_held_weights_are_what_the_executable_reports() -> None:
+    w = weights("lstm", 2)
+    b = GraphBuilder()
+    exe = prepare(b.build(recurrent(b, "lstm", w, direction="both")), PACK)
+    held = sum(a.nbytes for n, a in w.items() if "State" not in n)
+    # float64 copies in place of the float32 constants, which are dropped; the states stay constants
+    assert exe.memory() == {"constants": w["initialHiddenState"].nbytes * 2, "weights": 2 * held, "plan": 0}
