@@ -6,16 +6,21 @@ step's rounding error into the next, and WPT allows only 3-6 ULP against a doubl
 Weights are first permuted to one canonical gate order (gru: z, r, n; lstm: i, o, f, g); the input
 projections of all time steps are one product, and only the recurrent part loops, over time steps.  With the C
 kernels loaded both run in C (native.project; native.gru_loop, native.lstm_loop: a whole direction per call, the
-NumPy steps' float64 operations in their order); the NumPy code below stays the reference.
+NumPy steps' float64 operations in their order); the NumPy code below stays the reference.  A gru or lstm node with
+constant weights is packed at build (`PackedRecurrent`, the `pack` trait): its weights prepared once, held as
+float64 in place of the float32 constants.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from py_core.kernels import native
+from py_core.kernels.traits import KernelTraits, Packed, PackSite
 
 Act = Callable[[np.ndarray], np.ndarray]
 Opt = np.ndarray | None  # an optional operand: absent from the graph -> None
@@ -53,13 +58,25 @@ def _maybe(a: np.ndarray | None, order: Sequence[int]) -> np.ndarray | None:
     return None if a is None else _canonical(a, order)
 
 
-def _at(a: np.ndarray | None, d: int) -> np.ndarray | None:
-    """Direction `d` of an optional per-direction operand."""
-    return None if a is None else a[d]
-
-
 def _wide(a: np.ndarray | None) -> np.ndarray | None:
-    return None if a is None else a.astype(WIDE)
+    return None if a is None else np.ascontiguousarray(a, dtype=WIDE)
+
+
+Weights = dict[str, list[np.ndarray | None]]  # a loop operand's name -> each direction's float64 array
+# weight operand -> (its name in the steps and loops, whether its gate blocks are reordered)
+_GRU_WEIGHTS = {"weight": ("weight", True), "recurrentWeight": ("r_w", True), "bias": ("bias", True),
+                "recurrentBias": ("r_b", True)}
+_LSTM_WEIGHTS = {**_GRU_WEIGHTS, "peepholeWeight": ("peep", False)}  # peepholes (i, o, f): in no layout
+
+
+def _weights(table: Mapping[str, tuple[str, bool]], order: Sequence[int], dirs: int,
+             operands: Mapping[str, np.ndarray | None]) -> Weights:
+    """The weight operands of `table` present in `operands` (None: absent), each direction canonical float64."""
+    out: Weights = {}
+    for name, a in operands.items():
+        key, reorder = table[name]
+        out[key] = [None if a is None else _maybe(a[d], order) if reorder else _wide(a[d]) for d in range(dirs)]
+    return out
 
 
 def _state(a: np.ndarray) -> np.ndarray:
@@ -132,17 +149,16 @@ Loop = Callable[..., bool]  # (xw, states, seq, d, backward, **per-direction ope
 
 
 def _sequence(cell_step: Callable[..., tuple[np.ndarray, ...]], loop: Loop, x: np.ndarray, n_states: int,
-              dirs: int, backward_only: bool, initial: Sequence[np.ndarray | None],
-              per_dir: Callable[[int], dict[str, np.ndarray | None]], hidden: int,
+              backward_only: bool, initial: Sequence[np.ndarray | None], weights: Weights, hidden: int,
               return_sequence: bool) -> list[np.ndarray]:
     """Run each direction's time steps, all in one `loop` call or `cell_step` by step; states in,
     [states..., sequence?] out."""
-    steps, batch = x.shape[0], x.shape[1]
+    steps, batch, dirs = x.shape[0], x.shape[1], len(weights["weight"])
     finals = [np.zeros((dirs, batch, hidden), WIDE) for _ in range(n_states)]
     seq = np.zeros((steps, dirs, batch, hidden), WIDE) if return_sequence else None
     for d in range(dirs):
-        p = per_dir(d)
-        xw = _project(x, p.pop("weight"), p.pop("bias"))
+        p = {key: per_dir[d] for key, per_dir in weights.items()}
+        xw = _project(x, p.pop("weight"), p.pop("bias"))  # type: ignore[arg-type]  # weight is never None
         states = tuple(np.zeros((batch, hidden), WIDE) if s is None else _state(s[d]) for s in initial)
         backward = backward_only or d == 1
         if not loop(xw, states, seq, d, backward, **p):
@@ -155,18 +171,11 @@ def _sequence(cell_step: Callable[..., tuple[np.ndarray, ...]], loop: Loop, x: n
     return finals + ([seq] if seq is not None else [])
 
 
-def gru(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray, steps: int, hiddenSize: int, *,
-        resetAfter: bool, returnSequence: bool, direction: str, layout: str, activations: Sequence[str],
-        bias: Opt = None, recurrentBias: Opt = None, initialHiddenState: Opt = None) -> list[np.ndarray]:
-    """gru over all time steps.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-gru"""
-    order, hidden = _GRU_ORDER[layout], hiddenSize
+def _gru(input: np.ndarray, weights: Weights, hiddenSize: int, *, resetAfter: bool, returnSequence: bool,
+         direction: str, activations: Sequence[str], initialHiddenState: Opt = None) -> list[np.ndarray]:
+    """gru over weights already canonical and float64 (`_weights`)."""
+    hidden = hiddenSize
     f, g = (_ACTS[a] for a in activations)
-
-    def per_dir(d: int) -> dict[str, np.ndarray | None]:
-        return {"weight": _canonical(weight[d], order),
-                "bias": _maybe(_at(bias, d), order),
-                "r_w": _canonical(recurrentWeight[d], order),
-                "r_b": _maybe(_at(recurrentBias, d), order)}
 
     def step(xw: np.ndarray, h: np.ndarray, r_w: np.ndarray, r_b: np.ndarray | None) -> tuple[np.ndarray]:
         return (_gru_step(xw, h, r_w, r_b, hidden, resetAfter, f, g),)
@@ -175,9 +184,19 @@ def gru(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray, step
              r_w: np.ndarray, r_b: np.ndarray | None) -> bool:
         return _gru_native(xw, states[0], r_w, r_b, resetAfter, activations, seq, d, backward)
 
-    outs = _sequence(step, loop, input.astype(WIDE), 1, weight.shape[0], direction == "backward",
-                     [initialHiddenState], per_dir, hidden, returnSequence)
+    outs = _sequence(step, loop, input.astype(WIDE), 1, direction == "backward", [initialHiddenState], weights,
+                     hidden, returnSequence)
     return [o.astype(input.dtype) for o in outs]
+
+
+def gru(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray, steps: int, hiddenSize: int, *,
+        resetAfter: bool, returnSequence: bool, direction: str, layout: str, activations: Sequence[str],
+        bias: Opt = None, recurrentBias: Opt = None, initialHiddenState: Opt = None) -> list[np.ndarray]:
+    """gru over all time steps.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-gru"""
+    weights = _weights(_GRU_WEIGHTS, _GRU_ORDER[layout], weight.shape[0], {
+        "weight": weight, "recurrentWeight": recurrentWeight, "bias": bias, "recurrentBias": recurrentBias})
+    return _gru(input, weights, hiddenSize, resetAfter=resetAfter, returnSequence=returnSequence,
+                direction=direction, activations=activations, initialHiddenState=initialHiddenState)
 
 
 def gru_cell(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray, hiddenState: np.ndarray,
@@ -193,20 +212,11 @@ def gru_cell(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray,
     return h.astype(input.dtype)
 
 
-def lstm(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray, steps: int, hiddenSize: int, *,
-         returnSequence: bool, direction: str, layout: str, activations: Sequence[str], bias: Opt = None,
-         recurrentBias: Opt = None, peepholeWeight: Opt = None, initialHiddenState: Opt = None,
-         initialCellState: Opt = None) -> list[np.ndarray]:
-    """lstm over all time steps.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-lstm"""
-    order, hidden = _LSTM_ORDER[layout], hiddenSize
+def _lstm(input: np.ndarray, weights: Weights, hiddenSize: int, *, returnSequence: bool, direction: str,
+          activations: Sequence[str], initialHiddenState: Opt = None, initialCellState: Opt = None) -> list[np.ndarray]:
+    """lstm over weights already canonical and float64 (`_weights`)."""
+    hidden = hiddenSize
     acts = [_ACTS[a] for a in activations]
-
-    def per_dir(d: int) -> dict[str, np.ndarray | None]:
-        return {"weight": _canonical(weight[d], order),
-                "bias": _maybe(_at(bias, d), order),
-                "r_w": _canonical(recurrentWeight[d], order),
-                "r_b": _maybe(_at(recurrentBias, d), order),
-                "peep": _wide(_at(peepholeWeight, d))}
 
     def step(xw: np.ndarray, h: np.ndarray, c: np.ndarray, r_w: np.ndarray, r_b: np.ndarray | None,
              peep: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -216,9 +226,21 @@ def lstm(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray, ste
              r_w: np.ndarray, r_b: np.ndarray | None, peep: np.ndarray | None) -> bool:
         return _lstm_native(xw, *states, r_w, r_b, peep, activations, seq, d, backward)
 
-    outs = _sequence(step, loop, input.astype(WIDE), 2, weight.shape[0], direction == "backward",
-                     [initialHiddenState, initialCellState], per_dir, hidden, returnSequence)
+    outs = _sequence(step, loop, input.astype(WIDE), 2, direction == "backward",
+                     [initialHiddenState, initialCellState], weights, hidden, returnSequence)
     return [o.astype(input.dtype) for o in outs]
+
+
+def lstm(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray, steps: int, hiddenSize: int, *,
+         returnSequence: bool, direction: str, layout: str, activations: Sequence[str], bias: Opt = None,
+         recurrentBias: Opt = None, peepholeWeight: Opt = None, initialHiddenState: Opt = None,
+         initialCellState: Opt = None) -> list[np.ndarray]:
+    """lstm over all time steps.  https://www.w3.org/TR/webnn/#api-mlgraphbuilder-lstm"""
+    weights = _weights(_LSTM_WEIGHTS, _LSTM_ORDER[layout], weight.shape[0], {
+        "weight": weight, "recurrentWeight": recurrentWeight, "bias": bias, "recurrentBias": recurrentBias,
+        "peepholeWeight": peepholeWeight})
+    return _lstm(input, weights, hiddenSize, returnSequence=returnSequence, direction=direction,
+                 activations=activations, initialHiddenState=initialHiddenState, initialCellState=initialCellState)
 
 
 def lstm_cell(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray, hiddenState: np.ndarray,
@@ -234,9 +256,130 @@ def lstm_cell(input: np.ndarray, weight: np.ndarray, recurrentWeight: np.ndarray
     return [h.astype(input.dtype), c.astype(input.dtype)]
 
 
+@dataclass(frozen=True)
+class _Family:
+    """What a packed kernel needs of gru or lstm."""
+
+    run: Callable[..., list[np.ndarray]]  # _gru or _lstm: the kernel over prepared weights
+    table: Mapping[str, tuple[str, bool]]  # its weight operands (_GRU_WEIGHTS, _LSTM_WEIGHTS)
+    orders: Mapping[str, Sequence[int]]  # layout -> canonical gate order
+    states: tuple[str, ...]  # its initial state operands, in the loop's order
+    gates: int
+    # one direction's C time loop over fixed buffers: (xw, that direction's weights, states, seq, d, backward,
+    # options)
+    bind: Callable[..., native.Bound]
+
+
+def _bind_gru(xw: np.ndarray, w: Mapping[str, np.ndarray | None], states: Sequence[np.ndarray], seq: Opt, d: int,
+              backward: bool, o: Mapping[str, Any]) -> native.Bound:
+    return native.bind_gru_loop(xw, w["r_w"], w["r_b"], states[0], seq, d, backward,  # type: ignore[arg-type]
+                                o["resetAfter"], o["activations"])
+
+
+def _bind_lstm(xw: np.ndarray, w: Mapping[str, np.ndarray | None], states: Sequence[np.ndarray], seq: Opt, d: int,
+               backward: bool, o: Mapping[str, Any]) -> native.Bound:
+    return native.bind_lstm_loop(xw, w["r_w"], w["r_b"], w["peep"], states[0], states[1],  # type: ignore[arg-type]
+                                 seq, d, backward, o["activations"])
+
+
+class _BoundRun:
+    """A packed gru or lstm whose every weight is held, bound to float64 buffers of the node's shapes: a run widens
+    the input into `x`, sets the states and makes two C calls per direction (projection, time loop), checked once
+    at binding; the results are the buffers rounded to the input's type, new arrays."""
+
+    def __init__(self, family: _Family, weights: Weights, options: Mapping[str, Any], shape: tuple[int, ...],
+                 dirs: int):
+        steps, batch, _ = shape
+        hidden = int(options["hiddenSize"])
+        self.x = np.empty(shape, WIDE)
+        self.finals = [np.empty((dirs, batch, hidden), WIDE) for _ in family.states]
+        seq = np.empty((steps, dirs, batch, hidden), WIDE) if options["returnSequence"] else None
+        xw = np.empty((steps, batch, family.gates * hidden), WIDE)
+        self.outs = self.finals + ([seq] if seq is not None else [])
+        self.calls: list[native.Bound] = []
+        for d in range(dirs):  # one xw serves every direction: each projection is read by its loop before the next
+            w = {key: per_dir[d] for key, per_dir in weights.items()}
+            self.calls.append(native.bind_project(self.x, w["weight"], w["bias"], xw))  # type: ignore[arg-type]
+            backward = options["direction"] == "backward" or d == 1
+            self.calls.append(family.bind(xw, w, [f[d] for f in self.finals], seq, d, backward, options))
+
+    def __call__(self, input: np.ndarray, initial: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+        np.copyto(self.x, input)
+        for buf, state in zip(self.finals, initial, strict=True):
+            if state is None:
+                buf.fill(0.0)
+            else:
+                np.copyto(buf, state)
+        for call in self.calls:
+            call()
+        return [o.astype(input.dtype) for o in self.outs]
+
+
+class PackedRecurrent:
+    """gru or lstm with its constant weight operands made canonical float64 once, at build.  With every weight held
+    and the C kernels loaded a run is a `_BoundRun`; otherwise it prepares the weights computed at run time
+    (`_weights`) and runs the kernel as the reference does."""
+
+    def __init__(self, family: _Family, order: Sequence[int], dirs: int, held: Weights, options: Mapping[str, Any],
+                 shape: tuple[int, ...], bindable: bool):
+        self.family, self.order, self.dirs, self.held, self.options = family, order, dirs, held, dict(options)
+        self.shape, self.bindable = shape, bindable
+        # the held weights as one tuple: what Executable.memory() counts of a kernel
+        self.arrays = tuple(a for per_dir in held.values() for a in per_dir if a is not None)
+        self.bound: _BoundRun | None = None
+
+    def _bound(self) -> _BoundRun | None:
+        """The bound run for the C kernels loaded now (bound again after they were switched off and on)."""
+        if self.bound is not None and self.bound.calls[0].live():
+            return self.bound
+        self.bound = None
+        if self.bindable and native.available():
+            try:
+                self.bound = _BoundRun(self.family, self.held, self.options, self.shape, self.dirs)
+            except native.NativeRangeError:  # the C loops refuse these operands: the NumPy steps, as unpacked
+                self.bindable = False
+        return self.bound
+
+    def __call__(self, input: np.ndarray, **operands: np.ndarray) -> list[np.ndarray]:
+        bound = self._bound()
+        if bound is not None:
+            return bound(input, [operands.get(n) for n in self.family.states])
+        table = self.family.table
+        weights = {**self.held, **_weights(table, self.order, self.dirs,
+                                           {n: a for n, a in operands.items() if n in table})}
+        states = {n: a for n, a in operands.items() if n not in table}
+        return self.family.run(input, weights, **states, **self.options)
+
+
+def _packer(family: _Family) -> Callable[[PackSite], Packed | None]:
+    """The `pack` trait of gru or lstm: its constant and absent weight operands held prepared; None when every
+    weight is computed at run time (the reference kernel then)."""
+
+    def pack(site: PackSite) -> Packed | None:
+        table = family.table
+        held = {n: site.constants.get(n) for n in table if site.constants.get(n) is not None or n not in site.shapes}
+        if all(held[n] is None for n in held):
+            return None
+        options = {k: v for k, v in site.options.items() if k not in ("steps", "layout")}
+        order, dirs = family.orders[site.options["layout"]], site.shapes["weight"][0]
+        kernel = PackedRecurrent(family, order, dirs, _weights(table, order, dirs, held), options,
+                                 site.shapes["input"], bindable=len(held) == len(table))
+        return Packed(kernel, tuple(n for n in site.shapes if n not in held), "prepacked")
+
+    return pack
+
+
 KERNELS: dict[str, Callable[..., object]] = {
     "gru": gru,
     "gruCell": gru_cell,
     "lstm": lstm,
     "lstmCell": lstm_cell,
+}
+
+TRAITS: dict[str, KernelTraits] = {
+    "gru": KernelTraits(fresh=True, pack=_packer(_Family(_gru, _GRU_WEIGHTS, _GRU_ORDER, ("initialHiddenState",), 3,
+                                                         _bind_gru))),
+    "lstm": KernelTraits(fresh=True, pack=_packer(_Family(_lstm, _LSTM_WEIGHTS, _LSTM_ORDER,
+                                                          ("initialHiddenState", "initialCellState"), 4,
+                                                          _bind_lstm))),
 }

@@ -56,10 +56,10 @@ class PackSite:
 @dataclass(frozen=True)
 class Packed:
     """A kernel a pack function bound: called with the operands in `operands` only (the packed weights live
-    inside it), returns a new float32 array with the node's epilogue applied.  `variant` names it in notes,
-    profiles and tests (e.g. "im2col")."""
+    inside it), returns a new float32 array with the node's epilogue applied (a list of them for an operator with
+    several outputs).  `variant` names it in notes, profiles and tests (e.g. "im2col")."""
 
-    kernel: Callable[..., np.ndarray]
+    kernel: Callable[..., np.ndarray | list[np.ndarray]]
     operands: tuple[str, ...]
     variant: str
 

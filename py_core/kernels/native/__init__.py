@@ -497,13 +497,32 @@ def project_ok(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None) -> bool:
             and _fit(x.size, w.size, x.size // w.shape[1] * w.shape[0]))
 
 
+class Bound:
+    """A C call whose operands were checked once, over buffers it keeps alive: calling it makes the call with no
+    further checks, as long as the library it was bound to is the one loaded (`live`)."""
+
+    def __init__(self, fn: Any, args: tuple[Any, ...], keep: tuple[np.ndarray | None, ...]):
+        self.lib, self.fn, self.args, self.keep = _LIB, fn, args, keep
+
+    def live(self) -> bool:
+        return self.lib is not None and self.lib is _LIB
+
+    def __call__(self) -> None:
+        self.fn(*self.args)
+
+
+def bind_project(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, out: np.ndarray) -> Bound:
+    """wk_project_f64 writing x @ w.T (+ bias) into `out` [..., N] (float64, C-contiguous)."""
+    assert _LIB is not None
+    _require(project_ok(x, w, bias) and _f64_c(out) and out.shape == x.shape[:-1] + (w.shape[0],), "project_f64")
+    n, k = w.shape
+    return Bound(_LIB.wk_project_f64, (x.size // k, n, k, _ptr(x), _ptr(w), _ptr(bias), _ptr(out)), (x, w, bias, out))
+
+
 def project(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
     """A new float64 array x @ w.T (+ bias), [..., N]: each row of x against each row of w."""
-    assert _LIB is not None
-    _require(project_ok(x, w, bias), "project_f64")
-    n, k = w.shape
-    out = np.empty(x.shape[:-1] + (n,), F64)
-    _LIB.wk_project_f64(x.size // k, n, k, _ptr(x), _ptr(w), _ptr(bias), _ptr(out))
+    out = np.empty(x.shape[:-1] + (w.shape[0],), F64)
+    bind_project(x, w, bias, out)()
     return out
 
 
@@ -532,17 +551,39 @@ def _sequence_at(seq: np.ndarray | None, d: int) -> tuple[int | None, int]:
     return (None, 0) if seq is None else (_ptr(seq[0, d]), seq.strides[0] // 8)
 
 
-def gru_loop(xw: np.ndarray, r_w: np.ndarray, r_b: np.ndarray | None, h: np.ndarray, seq: np.ndarray | None,
-             d: int, backward: bool, reset_after: bool, acts: Sequence[str]) -> None:
-    """GRU over every step of one direction in place: h [batch, hidden] from the initial to the last state,
-    seq[t, d] = the state after step t (seq None: not wanted).  Gates in canonical order (z, r, n)."""
+def bind_gru_loop(xw: np.ndarray, r_w: np.ndarray, r_b: np.ndarray | None, h: np.ndarray, seq: np.ndarray | None,
+                  d: int, backward: bool, reset_after: bool, acts: Sequence[str]) -> Bound:
+    """gru_loop as a Bound call over these buffers."""
     assert _LIB is not None
     _require(recurrent_ok(3, xw, r_w, r_b, None, [h], seq, d, acts), "gru_loop")
     steps, batch, _ = xw.shape
     f, g = (RNN_ACTS[a] for a in acts)
     work = np.empty(4 * r_w.shape[1], F64)
-    _LIB.wk_gru_loop(steps, batch, r_w.shape[1], _ptr(xw), _ptr(r_w), _ptr(r_b), _ptr(h), *_sequence_at(seq, d),
-                     int(backward), int(reset_after), f, g, _ptr(work))
+    return Bound(_LIB.wk_gru_loop, (steps, batch, r_w.shape[1], _ptr(xw), _ptr(r_w), _ptr(r_b), _ptr(h),
+                                    *_sequence_at(seq, d), int(backward), int(reset_after), f, g, _ptr(work)),
+                 (xw, r_w, r_b, h, seq, work))
+
+
+def gru_loop(xw: np.ndarray, r_w: np.ndarray, r_b: np.ndarray | None, h: np.ndarray, seq: np.ndarray | None,
+             d: int, backward: bool, reset_after: bool, acts: Sequence[str]) -> None:
+    """GRU over every step of one direction in place: h [batch, hidden] from the initial to the last state,
+    seq[t, d] = the state after step t (seq None: not wanted).  Gates in canonical order (z, r, n)."""
+    bind_gru_loop(xw, r_w, r_b, h, seq, d, backward, reset_after, acts)()
+
+
+def bind_lstm_loop(xw: np.ndarray, r_w: np.ndarray, r_b: np.ndarray | None, peep: np.ndarray | None,
+                   h: np.ndarray, c: np.ndarray, seq: np.ndarray | None, d: int, backward: bool,
+                   acts: Sequence[str]) -> Bound:
+    """lstm_loop as a Bound call over these buffers."""
+    assert _LIB is not None
+    _require(recurrent_ok(4, xw, r_w, r_b, peep, [h, c], seq, d, acts), "lstm_loop")
+    steps, batch, _ = xw.shape
+    gate, cell, out = (RNN_ACTS[a] for a in acts)
+    work = np.empty(4 * r_w.shape[1], F64)
+    return Bound(_LIB.wk_lstm_loop, (steps, batch, r_w.shape[1], _ptr(xw), _ptr(r_w), _ptr(r_b), _ptr(peep),
+                                     _ptr(h), _ptr(c), *_sequence_at(seq, d), int(backward), gate, cell, out,
+                                     _ptr(work)),
+                 (xw, r_w, r_b, peep, h, c, seq, work))
 
 
 def lstm_loop(xw: np.ndarray, r_w: np.ndarray, r_b: np.ndarray | None, peep: np.ndarray | None, h: np.ndarray,
@@ -550,10 +591,4 @@ def lstm_loop(xw: np.ndarray, r_w: np.ndarray, r_b: np.ndarray | None, peep: np.
     """LSTM over every step of one direction in place: h and c [batch, hidden] from the initial to the last
     states, seq[t, d] = the hidden state after step t (seq None: not wanted).  Gates in canonical order
     (i, o, f, g), peepholes (i, o, f)."""
-    assert _LIB is not None
-    _require(recurrent_ok(4, xw, r_w, r_b, peep, [h, c], seq, d, acts), "lstm_loop")
-    steps, batch, _ = xw.shape
-    gate, cell, out = (RNN_ACTS[a] for a in acts)
-    work = np.empty(4 * r_w.shape[1], F64)
-    _LIB.wk_lstm_loop(steps, batch, r_w.shape[1], _ptr(xw), _ptr(r_w), _ptr(r_b), _ptr(peep), _ptr(h), _ptr(c),
-                      *_sequence_at(seq, d), int(backward), gate, cell, out, _ptr(work))
+    bind_lstm_loop(xw, r_w, r_b, peep, h, c, seq, d, backward, acts)()
