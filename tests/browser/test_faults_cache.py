@@ -185,7 +185,10 @@ def _first_visits(profile: Profile, url: str, browser_name: str) -> None:
     """The first visit restores the build's snapshots and stores them; the second restores the stored ones."""
     numpy = _numpy_snapshot(browser_name)
     first = _visit(profile, url, tuple(_first_stores(browser_name)))
-    assert _right(first) and first["snapshot"] == {"page": "prebuilt", "worker": "prebuilt", "numpy": numpy}, first
+    # (where the worker restores the bare snapshot too, it may find the one the page has just stored)
+    workers = ("prebuilt",) if numpy else ("prebuilt", "loaded")
+    assert _right(first) and first["snapshot"]["page"] == "prebuilt", first
+    assert first["snapshot"]["worker"] in workers and first["snapshot"]["numpy"] == numpy, first
     assert numpy or NO_NUMPY_SNAPSHOT[browser_name] in first["numpyWhy"], first
     again = _visit(profile, url)
     assert _right(again) and again["snapshot"] == {"page": "loaded", "worker": "loaded", "numpy": numpy}, again

@@ -45,4 +45,6 @@ def test_workers_starting_the_polyfill_at_once_all_finish(request: pytest.Fixtur
         with open_window(request, browser_name, f"{dev_server}/test/worker.html", PAGE_TIMEOUT_MS) as page:
             reports = page.evaluate(ROUND_JS, [WORKERS, ROUND_DEADLINE_S])
             failures += [(r, rep) for rep in reports if rep.get("error") or rep.get("fib40") != 102334155]
-    assert not failures, f"{len(failures)} of {WORKERS * rounds} workers failed: {failures[:3]}"
+    per_round = {r: sum(1 for f in failures if f[0] == r) for r, _ in failures}
+    assert not failures, (f"{len(failures)} of {WORKERS * rounds} workers failed (round: failed {per_round}): "
+                          f"{failures[:3]}")
