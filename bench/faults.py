@@ -48,13 +48,13 @@ def outcomes(junit: Path) -> list[tuple[str, str, str, float]]:
     return rows
 
 
-# a failure's text as printed: its first lines, each cut (a Pyodide stack has lines of megabytes)
+# a failure's text as printed: its last lines (the assertion), each cut (a Pyodide stack has lines of megabytes)
 DETAIL_LINES = 12
 DETAIL_WIDTH = 240
 
 
 def failures(junit: Path) -> str:
-    """The text of each failed or erroring case in a pytest junit XML file, its first lines cut to a width."""
+    """The text of each failed or erroring case in a pytest junit XML file: its last lines, cut to a width."""
     blocks = []
     for case in ET.parse(junit).getroot().iter("testcase"):
         for tag in ("failure", "error"):

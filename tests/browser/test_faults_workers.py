@@ -11,6 +11,8 @@ caught the blocked thread with a probability above 98 %.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 from fault_cases import WHOLE_SUITE_ONLY, every_case
 from pages import open_window
@@ -45,6 +47,6 @@ def test_workers_starting_the_polyfill_at_once_all_finish(request: pytest.Fixtur
         with open_window(request, browser_name, f"{dev_server}/test/worker.html", PAGE_TIMEOUT_MS) as page:
             reports = page.evaluate(ROUND_JS, [WORKERS, ROUND_DEADLINE_S])
             failures += [(r, rep) for rep in reports if rep.get("error") or rep.get("fib40") != 102334155]
-    per_round = {r: sum(1 for f in failures if f[0] == r) for r, _ in failures}
+    per_round = dict(Counter(r for r, _ in failures))
     assert not failures, (f"{len(failures)} of {WORKERS * rounds} workers failed (round: failed {per_round}): "
                           f"{failures[:3]}")
